@@ -1,0 +1,143 @@
+// The benchmark harness: every case times its variants side by side in one process with
+// CUDA events (warm-up, median of many runs), against a device copy of the same bytes and
+// the CUB/cuBLAS baseline, rotating buffers so that no variant is timed out of L2 beyond
+// what its size allows.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ppat_bench {
+
+struct options {
+  std::vector<std::string> patterns;  // empty: all
+  std::vector<int> log2_sizes;        // empty: each pattern's default
+  std::vector<std::string> types;     // empty: each pattern's default
+  bool quick = false;
+  std::string json_path;
+  std::string csv_path;
+};
+
+struct device_facts {
+  std::string name;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t memory_bytes = 0;
+};
+
+// Throws std::runtime_error naming `what` when a CUDA call of the bench itself fails.
+void check(cudaError_t status, const char* what);
+
+// Device memory owned by the bench.
+template <class T>
+class device_array {
+ public:
+  device_array() = default;
+  explicit device_array(std::size_t count) : count_(count) {
+    void* raw = nullptr;
+    check(cudaMalloc(&raw, count * sizeof(T) + 1), "cudaMalloc");
+    data_ = static_cast<T*>(raw);
+  }
+  device_array(device_array&& other) noexcept : data_(other.data_), count_(other.count_) {
+    other.data_ = nullptr;
+  }
+  device_array& operator=(device_array&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+  }
+  ~device_array() { (void)cudaFree(data_); }
+
+  T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// Fills with values drawn uniformly from [low, high] (integers) or [low, high) (floats),
+// from a counter-based hash of (seed, index): the same seed always gives the same data.
+template <class T>
+void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t seed);
+
+// Number of positions where the two arrays differ bitwise.
+std::size_t count_differences(const void* a, const void* b, std::size_t bytes);
+
+struct variant {
+  std::string name;
+  std::function<void(int set)> run;
+  // Optional: after a run on set 0, true when the output is right (compared with the
+  // baseline's or another variant's output, bitwise).
+  std::function<bool()> check;
+};
+
+struct bench_case {
+  std::string pattern;  // "scan", "histogram", "transpose", "overhead"
+  std::string label;    // what is computed, e.g. "inclusive i32"
+  std::string type;
+  std::size_t n = 0;  // items
+  std::string shape;  // "rows x cols" for transposes
+  double bytes = 0;   // that must move per call: inputs read once, outputs written once
+  int sets = 1;       // rotating buffer sets the runs cycle through
+  // A device copy of `copy_bytes` (read and written) on the same rotation: the bandwidth
+  // ceiling this case is compared with. Empty where it does not apply.
+  std::function<void(int set)> copy;
+  double copy_bytes = 0;
+  std::string baseline;  // the variant the others are compared with
+  std::vector<variant> variants;
+};
+
+class session {
+ public:
+  session(options opts, device_facts device);
+  ~session();
+
+  const options& opts() const { return opts_; }
+  const device_facts& device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }  // every case runs on it
+  bool wants_pattern(const std::string& pattern) const;
+  bool wants_type(const std::string& type, const std::vector<std::string>& defaults) const;
+  std::vector<int> log2_sizes(const std::vector<int>& full, const std::vector<int>& quick) const;
+
+  // How many buffer sets of `bytes_per_set` keep each run's data out of L2 (bounded so the
+  // rotation never takes more than a fraction of device memory).
+  int rotation_sets(double bytes_per_set) const;
+
+  // Median time of `run` in microseconds, with CUDA events around every call.
+  double median_us(const std::function<void(int set)>& run, int sets);
+
+  // Times every variant of the case, prints its table, and records it for JSON/CSV.
+  void run(const bench_case& c);
+
+  // Writes JSON/CSV if asked; returns false when any check failed.
+  bool finish();
+
+ private:
+  struct row;
+  void print(const bench_case& c, const std::vector<row>& rows) const;
+
+  options opts_;
+  device_facts device_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  std::vector<std::string> json_rows_;
+  std::vector<std::string> csv_rows_;
+  bool all_checks_passed_ = true;
+};
+
+// Each pattern's cases.
+void bench_scan(session& s);
+void bench_histogram(session& s);
+void bench_transpose(session& s);
+void bench_overhead(session& s);
+
+}  // namespace ppat_bench

@@ -1,0 +1,81 @@
+// Per-call overhead at n = 2^16: what a launch costs, what ppat's temporary memory costs
+// (its own pool, which keeps memory between calls), and what the same allocation costs
+// from the default pool, which returns memory to the driver at every synchronization.
+#include <ppat/ppat.cuh>
+
+#include <cub/device/device_scan.cuh>
+
+#include "harness.hpp"
+
+namespace ppat_bench {
+namespace {
+
+__global__ void empty_kernel() {}
+
+}  // namespace
+
+void bench_overhead(session& s) {
+  if (!s.wants_pattern("overhead")) return;
+  const std::size_t n = std::size_t{1} << 16;
+  const cudaStream_t stream = s.stream();
+  // What a three-phase scan of n items asks for: one total per 1024-item tile.
+  const std::size_t temp_bytes_per_call = n / 1024 * sizeof(int);
+  device_array<int> in(n), out(n);
+  fill_uniform(in.data(), n, -100, 100, 4000);
+
+  std::size_t cub_temp_bytes = 0;
+  check(cub::DeviceScan::InclusiveSum(nullptr, cub_temp_bytes, in.data(), out.data(), n, stream),
+        "cub::DeviceScan (size query)");
+  device_array<unsigned char> cub_temp(cub_temp_bytes);
+
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  const cudaMemPool_t ppat_pool = ppat::temporary_memory_pool(device);
+
+  const auto launch_empty = [&] {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    check(cudaGetLastError(), "empty_kernel");
+  };
+
+  bench_case c;
+  c.pattern = "overhead";
+  c.label = "per call at 2^16";
+  c.type = "i32";
+  c.n = n;
+  c.variants.push_back({"empty kernel launch", [&](int) { launch_empty(); }, nullptr});
+  c.variants.push_back({"ppat pool: alloc + empty kernel + free",
+                        [&](int) {
+                          void* p = nullptr;
+                          check(cudaMallocFromPoolAsync(&p, temp_bytes_per_call, ppat_pool, stream),
+                                "cudaMallocFromPoolAsync");
+                          launch_empty();
+                          check(cudaFreeAsync(p, stream), "cudaFreeAsync");
+                        },
+                        nullptr});
+  c.variants.push_back({"default pool: alloc + empty kernel + free",
+                        [&](int) {
+                          void* p = nullptr;
+                          check(cudaMallocAsync(&p, temp_bytes_per_call, stream),
+                                "cudaMallocAsync");
+                          launch_empty();
+                          check(cudaFreeAsync(p, stream), "cudaFreeAsync");
+                        },
+                        nullptr});
+  c.variants.push_back({"cub::DeviceScan::InclusiveSum i32",
+                        [&](int) {
+                          std::size_t bytes = cub_temp_bytes;
+                          check(cub::DeviceScan::InclusiveSum(cub_temp.data(), bytes, in.data(),
+                                                              out.data(), n, stream),
+                                "cub::DeviceScan::InclusiveSum");
+                        },
+                        nullptr});
+  c.variants.push_back({"textbook::blelloch_inclusive_scan i32",
+                        [&](int) {
+                          ppat::textbook::blelloch_inclusive_scan(in.data(), out.data(), n,
+                                                                  ppat::plus{}, stream);
+                        },
+                        nullptr});
+  s.run(c);
+}
+
+}  // namespace ppat_bench

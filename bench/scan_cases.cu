@@ -1,0 +1,118 @@
+// Scan: the textbook rungs beside cub::DeviceScan, sums of 4- and 8-byte types.
+#include <ppat/ppat.cuh>
+
+#include <cub/device/device_scan.cuh>
+
+#include "harness.hpp"
+#include "type_names.hpp"
+
+namespace ppat_bench {
+namespace {
+
+template <class T>
+void scan_case(session& s, int log2_n, bool exclusive) {
+  const std::size_t n = std::size_t{1} << log2_n;
+  const cudaStream_t stream = s.stream();
+  const std::string type = type_name<T>();
+  const int sets = s.rotation_sets(2.0 * n * sizeof(T));
+  std::vector<device_array<T>> in(sets), out(sets);
+  for (int k = 0; k < sets; ++k) {
+    in[k] = device_array<T>(n);
+    out[k] = device_array<T>(n);
+    const double range = std::is_integral_v<T> ? 100 : 1;
+    fill_uniform(in[k].data(), n, -range, range, 1000 + k);
+  }
+
+  // CUB's two-phase call: temporary storage sized and allocated once, outside the timing.
+  const auto cub_scan = [&](void* temp, std::size_t& temp_bytes, int k) {
+    return exclusive ? cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in[k].data(), out[k].data(),
+                                                     n, stream)
+                     : cub::DeviceScan::InclusiveSum(temp, temp_bytes, in[k].data(), out[k].data(),
+                                                     n, stream);
+  };
+  std::size_t temp_bytes = 0;
+  check(cub_scan(nullptr, temp_bytes, 0), "cub::DeviceScan (size query)");
+  device_array<unsigned char> temp(temp_bytes);
+  device_array<T> expected(n);
+  check(cub_scan(temp.data(), temp_bytes, 0), "cub::DeviceScan");
+  check(cudaMemcpyAsync(expected.data(), out[0].data(), n * sizeof(T), cudaMemcpyDeviceToDevice,
+                        stream),
+        "cudaMemcpyAsync");
+
+  bench_case c;
+  c.pattern = "scan";
+  c.label = std::string(exclusive ? "exclusive " : "inclusive ") + type;
+  c.type = type;
+  c.n = n;
+  c.bytes = 2.0 * n * sizeof(T);
+  c.sets = sets;
+  c.copy = [&](int k) {
+    check(cudaMemcpyAsync(out[k].data(), in[k].data(), n * sizeof(T), cudaMemcpyDeviceToDevice,
+                          stream),
+          "cudaMemcpyAsync");
+  };
+  c.copy_bytes = double(n) * sizeof(T);
+  c.baseline = exclusive ? "cub::DeviceScan::ExclusiveSum" : "cub::DeviceScan::InclusiveSum";
+
+  // Float sums differ with the combination order, so only integer outputs are compared.
+  std::function<bool()> matches_cub;
+  if constexpr (std::is_integral_v<T>) {
+    matches_cub = [&] {
+      return count_differences(out[0].data(), expected.data(), c.bytes / 2) == 0;
+    };
+  }
+  c.variants.push_back({c.baseline,
+                        [&](int k) {
+                          std::size_t bytes = temp_bytes;
+                          check(cub_scan(temp.data(), bytes, k), c.baseline.c_str());
+                        },
+                        nullptr});
+  namespace tb = ppat::textbook;
+  if (exclusive) {
+    c.variants.push_back({"textbook::hillis_steele_exclusive_scan",
+                          [&](int k) {
+                            tb::hillis_steele_exclusive_scan(in[k].data(), out[k].data(), n, T{},
+                                                             ppat::plus{}, stream);
+                          },
+                          matches_cub});
+    c.variants.push_back({"textbook::blelloch_exclusive_scan",
+                          [&](int k) {
+                            tb::blelloch_exclusive_scan(in[k].data(), out[k].data(), n, T{},
+                                                        ppat::plus{}, stream);
+                          },
+                          matches_cub});
+  } else {
+    c.variants.push_back({"textbook::hillis_steele_inclusive_scan",
+                          [&](int k) {
+                            tb::hillis_steele_inclusive_scan(in[k].data(), out[k].data(), n,
+                                                             ppat::plus{}, stream);
+                          },
+                          matches_cub});
+    c.variants.push_back({"textbook::blelloch_inclusive_scan",
+                          [&](int k) {
+                            tb::blelloch_inclusive_scan(in[k].data(), out[k].data(), n,
+                                                        ppat::plus{}, stream);
+                          },
+                          matches_cub});
+  }
+  s.run(c);
+}
+
+}  // namespace
+
+void bench_scan(session& s) {
+  if (!s.wants_pattern("scan")) return;
+  const std::vector<std::string> default_types =
+      s.opts().quick ? std::vector<std::string>{"i32"}
+                     : std::vector<std::string>{"i32", "f32", "i64", "f64"};
+  for (bool exclusive : {false, true}) {
+    for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
+      if (s.wants_type("i32", default_types)) scan_case<std::int32_t>(s, log2_n, exclusive);
+      if (s.wants_type("f32", default_types)) scan_case<float>(s, log2_n, exclusive);
+      if (s.wants_type("i64", default_types)) scan_case<std::int64_t>(s, log2_n, exclusive);
+      if (s.wants_type("f64", default_types)) scan_case<double>(s, log2_n, exclusive);
+    }
+  }
+}
+
+}  // namespace ppat_bench

@@ -1,0 +1,37 @@
+// Launch arithmetic shared by every kernel: grid sizes for 64-bit element counts.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+
+#include "device.cuh"
+#include "error.cuh"
+
+namespace ppat::detail {
+
+__host__ __device__ constexpr std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
+
+// Blocks for a grid-stride loop over `items`: enough for `blocks_per_sm` resident blocks on
+// every SM, never more than the items need. Always at least one.
+inline unsigned grid_stride_blocks(std::size_t items, int threads, const device_limits& limits,
+                                   int blocks_per_sm) {
+  const std::size_t wanted = ceil_div(std::max<std::size_t>(items, 1), threads);
+  const std::size_t resident = std::size_t(limits.sm_count) * blocks_per_sm;
+  return unsigned(std::min(wanted, resident));
+}
+
+// A kernel asking for more than 48 KB of dynamic shared memory must say so first.
+template <class Kernel>
+void allow_dynamic_shared_bytes(Kernel kernel, std::size_t bytes, const char* function) {
+  if (bytes > 48 * 1024) {
+    check_cuda(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        function, "cudaFuncSetAttribute");
+  }
+}
+
+}  // namespace ppat::detail

@@ -1,0 +1,10 @@
+// ppat: the classic parallel patterns for CUDA C++, header-only.
+//
+// Every call is asynchronous on its stream, validates its arguments before launching
+// anything (std::invalid_argument), and reports CUDA failures as ppat::cuda_error.
+#pragma once
+
+#include "core/error.cuh"
+#include "core/memory.cuh"
+#include "core/operators.cuh"
+#include "textbook.cuh"

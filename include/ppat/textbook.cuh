@@ -1,0 +1,6 @@
+// The textbook rungs of every pattern, measured beside the production kernels.
+#pragma once
+
+#include "textbook/histogram.cuh"
+#include "textbook/scan.cuh"
+#include "textbook/transpose.cuh"

@@ -1,0 +1,142 @@
+// ppat check: a quick self-test of an install, every primitive once against the host
+// reference (tests/reference.hpp, the same references the test suite uses).
+#include <ppat/ppat.cuh>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../tests/reference.hpp"
+#include "check.hpp"
+
+namespace ppat_cli {
+namespace {
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 generator(std::random_device{}());
+  return generator;
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t n, T low, T high) {
+  std::vector<T> values(n);
+  if constexpr (std::is_integral_v<T>) {
+    std::uniform_int_distribution<long long> pick(low, high);
+    for (auto& v : values)
+      v = T(pick(rng()));
+  } else {
+    std::uniform_real_distribution<double> pick(low, high);
+    for (auto& v : values)
+      v = T(pick(rng()));
+  }
+  return values;
+}
+
+void check_cuda(cudaError_t status) {
+  if (status != cudaSuccess) throw std::runtime_error(cudaGetErrorString(status));
+}
+
+// Uploads `input`, poisons an output of `output_count` elements, runs `call(in, out)`, and
+// compares the whole output bitwise with `expected`.
+template <class In, class Out>
+bool run_and_compare(const std::vector<In>& input, const std::vector<Out>& expected,
+                     const std::function<void(const In*, Out*)>& call) {
+  In* in = nullptr;
+  Out* out = nullptr;
+  check_cuda(cudaMalloc(&in, input.size() * sizeof(In) + 1));
+  check_cuda(cudaMalloc(&out, expected.size() * sizeof(Out) + 1));
+  check_cuda(cudaMemcpy(in, input.data(), input.size() * sizeof(In), cudaMemcpyHostToDevice));
+  check_cuda(cudaMemset(out, 0xFF, expected.size() * sizeof(Out)));
+  call(in, out);
+  check_cuda(cudaDeviceSynchronize());
+  std::vector<Out> actual(expected.size());
+  check_cuda(cudaMemcpy(actual.data(), out, actual.size() * sizeof(Out), cudaMemcpyDeviceToHost));
+  check_cuda(cudaFree(in));
+  check_cuda(cudaFree(out));
+  return std::memcmp(actual.data(), expected.data(), actual.size() * sizeof(Out)) == 0;
+}
+
+}  // namespace
+
+int self_check() {
+  int failures = 0, total = 0;
+  const auto report = [&](const std::string& name, const std::function<bool()>& test) {
+    bool passed = false;
+    std::string error;
+    try {
+      passed = test();
+    } catch (const std::exception& e) {
+      error = std::string(" (") + e.what() + ")";
+    }
+    failures += !passed;
+    ++total;
+    std::printf("%s  %s%s\n", passed ? "PASS" : "FAIL", name.c_str(), error.c_str());
+  };
+  namespace tb = ppat::textbook;
+  const std::size_t n = 1000003;
+  const auto ints = random_values<int>(n, -1000, 1000);
+  const int init = 17;
+  const auto inclusive = ppat_reference::inclusive_scan(ints, ppat::plus{});
+  const auto exclusive = ppat_reference::exclusive_scan(ints, init, ppat::plus{});
+  report("textbook::hillis_steele_inclusive_scan", [&] {
+    return run_and_compare<int, int>(ints, inclusive, [&](const int* in, int* out) {
+      tb::hillis_steele_inclusive_scan(in, out, n);
+    });
+  });
+  report("textbook::hillis_steele_exclusive_scan", [&] {
+    return run_and_compare<int, int>(ints, exclusive, [&](const int* in, int* out) {
+      tb::hillis_steele_exclusive_scan(in, out, n, init);
+    });
+  });
+  report("textbook::blelloch_inclusive_scan", [&] {
+    return run_and_compare<int, int>(
+        ints, inclusive, [&](const int* in, int* out) { tb::blelloch_inclusive_scan(in, out, n); });
+  });
+  report("textbook::blelloch_exclusive_scan", [&] {
+    return run_and_compare<int, int>(ints, exclusive, [&](const int* in, int* out) {
+      tb::blelloch_exclusive_scan(in, out, n, init);
+    });
+  });
+
+  auto samples = random_values<float>(n, -0.25f, 1.25f);
+  samples[0] = std::numeric_limits<float>::quiet_NaN();
+  const int bins = 257;
+  const auto hist = ppat_reference::histogram_even<std::uint32_t>(samples, bins, 0.0f, 1.0f);
+  report("textbook::histogram_even_global_atomics", [&] {
+    return run_and_compare<float, std::uint32_t>(
+        samples, hist, [&](const float* in, std::uint32_t* out) {
+          tb::histogram_even_global_atomics(in, n, out, bins, 0.0f, 1.0f);
+        });
+  });
+  report("textbook::histogram_even_shared_atomics", [&] {
+    return run_and_compare<float, std::uint32_t>(
+        samples, hist, [&](const float* in, std::uint32_t* out) {
+          tb::histogram_even_shared_atomics(in, n, out, bins, 0.0f, 1.0f);
+        });
+  });
+
+  const std::size_t rows = 1023, cols = 1029;
+  const auto matrix = random_values<int>(rows * cols, -1000000, 1000000);
+  const auto transposed = ppat_reference::transpose(matrix, rows, cols);
+  report("textbook::transpose_naive", [&] {
+    return run_and_compare<int, int>(matrix, transposed, [&](const int* in, int* out) {
+      tb::transpose_naive(in, out, rows, cols);
+    });
+  });
+  report("textbook::transpose_tiled", [&] {
+    return run_and_compare<int, int>(matrix, transposed, [&](const int* in, int* out) {
+      tb::transpose_tiled(in, out, rows, cols);
+    });
+  });
+
+  std::printf("%s: %d of %d failed\n", failures == 0 ? "all passed" : "FAILED", failures, total);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace ppat_cli

@@ -1,0 +1,70 @@
+// Host reference implementations of every pattern, written from the definitions in
+// API.md and sharing no code with the kernels they check. `ppat check` uses them too.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace ppat_reference {
+
+template <class T, class Op>
+std::vector<T> inclusive_scan(const std::vector<T>& in, Op op) {
+  std::vector<T> out(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i)
+    out[i] = i == 0 ? in[0] : op(out[i - 1], in[i]);
+  return out;
+}
+
+template <class T, class Op>
+std::vector<T> exclusive_scan(const std::vector<T>& in, T init, Op op) {
+  std::vector<T> out(in.size());
+  T running = init;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    out[i] = running;
+    running = op(running, in[i]);
+  }
+  return out;
+}
+
+// histogram_even's rule: bin = ((s - lower) * num_bins) / (upper - lower) for lower <= s <
+// upper, computed exactly (128-bit integers) for integer samples and levels and in double
+// (clamped to the last bin) otherwise; -1 for a sample that is not counted.
+template <class Sample, class Level>
+long long even_bin(Sample s, int num_bins, Level lower, Level upper) {
+  if constexpr (std::is_integral_v<Sample> && std::is_integral_v<Level>) {
+    const __int128 value = s, low = lower, high = upper;
+    if (value < low || value >= high) return -1;
+    return (long long)((value - low) * num_bins / (high - low));
+  } else {
+    const double value = double(s), low = double(lower), high = double(upper);
+    if (!(value >= low && value < high)) return -1;
+    const auto bin = (long long)((value - low) * num_bins / (high - low));
+    return bin < num_bins ? bin : num_bins - 1;
+  }
+}
+
+template <class Counter, class Sample, class Level>
+std::vector<Counter> histogram_even(const std::vector<Sample>& samples, int num_bins, Level lower,
+                                    Level upper) {
+  std::vector<Counter> hist(num_bins, Counter(0));
+  for (const Sample s : samples) {
+    const long long bin = even_bin(s, num_bins, lower, upper);
+    if (bin >= 0) hist[bin] += Counter(1);
+  }
+  return hist;
+}
+
+// in: rows x cols row-major; result: cols x rows row-major.
+template <class T>
+std::vector<T> transpose(const std::vector<T>& in, std::size_t rows, std::size_t cols) {
+  std::vector<T> out(in.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c)
+      out[c * rows + r] = in[r * cols + c];
+  }
+  return out;
+}
+
+}  // namespace ppat_reference

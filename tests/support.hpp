@@ -1,0 +1,152 @@
+// What every test file needs: device buffers, a fresh random generator per run, and a
+// clean skip where no CUDA device is present.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ppat_test {
+
+inline bool cuda_device_available() {
+  int count = 0;
+  const bool available = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  (void)cudaGetLastError();
+  return available;
+}
+
+// GPU tests report SKIPPED (not passed, not failed) on a machine without a GPU.
+#define PPAT_REQUIRE_GPU() \
+  if (!::ppat_test::cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+
+#define PPAT_CUDA_OK(call)                                                                     \
+  do {                                                                                         \
+    const cudaError_t ppat_status_ = (call);                                                   \
+    ASSERT_EQ(ppat_status_, cudaSuccess) << #call << ": " << cudaGetErrorString(ppat_status_); \
+  } while (0)
+
+// Fails the test on any CUDA error, pending or asynchronous, left by the code under test.
+inline void expect_no_cuda_error() {
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// Under compute-sanitizer, ten to a hundred times slower, the suite runs with
+// PPAT_TEST_MAX_ITEMS set: cases with more items are skipped (and the huge tests filtered).
+inline bool fits_item_budget(std::size_t items) {
+  static const std::size_t budget = [] {
+    const char* text = std::getenv("PPAT_TEST_MAX_ITEMS");
+    return text != nullptr ? std::size_t(std::strtoull(text, nullptr, 10)) : SIZE_MAX;
+  }();
+  return items <= budget;
+}
+
+// A fresh seed every run (PPAT_TEST_SEED replays one); tests print it when they fail.
+inline std::uint64_t run_seed() {
+  static const std::uint64_t seed = []() -> std::uint64_t {
+    if (const char* fixed = std::getenv("PPAT_TEST_SEED")) return std::strtoull(fixed, nullptr, 10);
+    return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  }();
+  return seed;
+}
+
+inline std::mt19937_64& rng() {
+  static std::mt19937_64 generator(run_seed());
+  return generator;
+}
+
+#define PPAT_TRACE_SEED() \
+  SCOPED_TRACE("replay with PPAT_TEST_SEED=" + std::to_string(::ppat_test::run_seed()))
+
+// Uniform integers in [low, high], whatever the integer type (8-bit ones included).
+template <class T>
+std::vector<T> random_integers(std::size_t n, long long low, long long high) {
+  std::uniform_int_distribution<long long> pick(low, high);
+  std::vector<T> values(n);
+  for (auto& v : values)
+    v = T(pick(rng()));
+  return values;
+}
+
+// Bytes that a kernel must overwrite: all-ones is NaN for floats and -1 for integers.
+constexpr unsigned char poison_byte = 0xFF;
+
+// A device allocation of `count` elements with room for `guard` sentinel elements on each
+// side, so that a stray write just outside the buffer is caught.
+template <class T>
+class device_buffer {
+ public:
+  explicit device_buffer(std::size_t count, std::size_t guard = 0) : count_(count), guard_(guard) {
+    void* raw = nullptr;
+    const cudaError_t status = cudaMalloc(&raw, bytes(count + 2 * guard) + 1);
+    if (status != cudaSuccess) throw std::runtime_error(cudaGetErrorString(status));
+    raw_ = static_cast<T*>(raw);
+    fill_bytes(0, count + 2 * guard, guard_byte);
+  }
+  explicit device_buffer(const std::vector<T>& values, std::size_t guard = 0)
+      : device_buffer(values.size(), guard) {
+    upload(values);
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  ~device_buffer() { (void)cudaFree(raw_); }
+
+  T* data() const { return raw_ + guard_; }
+  std::size_t size() const { return count_; }
+
+  void upload(const std::vector<T>& values) {
+    check(cudaMemcpy(data(), values.data(), bytes(values.size()), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> values(count_);
+    check(cudaMemcpy(values.data(), data(), bytes(count_), cudaMemcpyDeviceToHost));
+    return values;
+  }
+  void poison() { fill_bytes(guard_, count_, poison_byte); }
+
+  // True when no guard byte on either side was touched.
+  bool guards_intact() const {
+    std::vector<unsigned char> host(bytes(guard_));
+    for (std::size_t first : {std::size_t{0}, guard_ + count_}) {
+      check(cudaMemcpy(host.data(), raw_ + first, host.size(), cudaMemcpyDeviceToHost));
+      for (unsigned char byte : host) {
+        if (byte != guard_byte) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  static constexpr unsigned char guard_byte = 0x5A;
+  static std::size_t bytes(std::size_t count) { return count * sizeof(T); }
+  static void check(cudaError_t status) {
+    if (status != cudaSuccess) throw std::runtime_error(cudaGetErrorString(status));
+  }
+  void fill_bytes(std::size_t first, std::size_t count, unsigned char byte) {
+    check(cudaMemset(raw_ + first, byte, bytes(count)));
+  }
+
+  T* raw_ = nullptr;
+  std::size_t count_;
+  std::size_t guard_;
+};
+
+// Index of the first element where `actual` and `expected` differ (bitwise for floats, so
+// that a NaN left by the poison never matches), or -1 when all agree.
+template <class T>
+long long first_mismatch(const std::vector<T>& actual, const std::vector<T>& expected) {
+  if (actual.size() != expected.size()) return 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    if (std::memcmp(&actual[i], &expected[i], sizeof(T)) != 0) return (long long)i;
+  }
+  return -1;
+}
+
+}  // namespace ppat_test

@@ -1,0 +1,136 @@
+// The building blocks in include/ppat/core: errors, argument checks, binning, and the
+// temporary-memory pool.
+#include <ppat/core/arguments.cuh>
+#include <ppat/core/binning.cuh>
+#include <ppat/core/error.cuh>
+#include <ppat/core/memory.cuh>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+TEST(cuda_error, message_names_function_operation_and_code) {
+  const ppat::cuda_error error(cudaErrorInvalidValue, "ppat::some_call", "cudaMemsetAsync");
+  const std::string message = error.what();
+  EXPECT_EQ(error.code(), cudaErrorInvalidValue);
+  EXPECT_EQ(message.rfind("ppat::some_call: cudaMemsetAsync failed", 0), 0u) << message;
+  EXPECT_NE(message.find("cudaErrorInvalidValue"), std::string::npos) << message;
+  const std::runtime_error& base = error;  // catchable as the standard type
+  EXPECT_EQ(std::string(base.what()), message);
+}
+
+TEST(arguments, overlap_is_exact_at_the_edges) {
+  const char* base = reinterpret_cast<const char*>(std::uintptr_t{1} << 20);
+  using ppat::detail::ranges_overlap;
+  EXPECT_FALSE(ranges_overlap(base, 10, base + 10, 10));
+  EXPECT_TRUE(ranges_overlap(base, 11, base + 10, 10));
+  EXPECT_TRUE(ranges_overlap(base + 19, 1, base + 10, 10));
+  EXPECT_FALSE(ranges_overlap(base, 0, base, 10));
+  EXPECT_TRUE(ranges_overlap(base + 3, 1, base, 10));
+}
+
+TEST(arguments, element_count_overflow_is_rejected) {
+  using ppat::detail::checked_element_count;
+  EXPECT_EQ(checked_element_count(3, 5, 8, "f"), 15u);
+  EXPECT_EQ(checked_element_count(0, std::numeric_limits<std::size_t>::max(), 8, "f"), 0u);
+  EXPECT_THROW(checked_element_count(std::size_t{1} << 32, std::size_t{1} << 32, 1, "f"),
+               std::invalid_argument);
+  EXPECT_THROW(checked_element_count(std::size_t{1} << 31, std::size_t{1} << 31, 16, "f"),
+               std::invalid_argument);
+}
+
+// The kernels' binning (host side of the same function) against the reference formula.
+template <class Sample, class Level>
+void expect_binning_matches_reference(const std::vector<Sample>& samples, int num_bins, Level lower,
+                                      Level upper) {
+  const ppat::detail::even_binning<Sample, Level> bin_of(num_bins, lower, upper);
+  for (const Sample s : samples) {
+    EXPECT_EQ(bin_of(s), ppat_reference::even_bin(s, num_bins, lower, upper))
+        << "sample " << +s << " bins " << num_bins;
+  }
+}
+
+TEST(binning, every_i8_and_u8_value) {
+  std::vector<std::int8_t> i8;
+  std::vector<std::uint8_t> u8;
+  for (int v = 0; v < 256; ++v) {
+    i8.push_back(std::int8_t(v - 128));
+    u8.push_back(std::uint8_t(v));
+  }
+  for (int bins : {1, 3, 7, 100, 255, 256, 1000}) {
+    expect_binning_matches_reference(i8, bins, -100, 101);
+    expect_binning_matches_reference(u8, bins, 0, 256);
+    expect_binning_matches_reference(u8, bins, 17, 18);
+  }
+}
+
+TEST(binning, integer_extremes_need_wide_arithmetic) {
+  const int lo = std::numeric_limits<int>::min(), hi = std::numeric_limits<int>::max();
+  expect_binning_matches_reference(std::vector<int>{lo, lo + 1, -1, 0, 1, hi - 1, hi},
+                                   (1 << 20) + 7, lo, hi);
+  const std::uint32_t top = std::numeric_limits<std::uint32_t>::max();
+  expect_binning_matches_reference(std::vector<std::uint32_t>{0u, 1u, top / 2, top - 1, top},
+                                   std::numeric_limits<int>::max(), 0u, top);
+  const std::uint64_t top64 = std::numeric_limits<std::uint64_t>::max();
+  expect_binning_matches_reference(
+      std::vector<std::uint64_t>{0, 1, top64 / 3, top64 - 2, top64 - 1, top64}, 1 << 20,
+      std::uint64_t{0}, top64);
+  expect_binning_matches_reference(std::vector<std::int64_t>{-5, -4, 0, 1ll << 62}, 999,
+                                   std::int64_t{-4}, std::int64_t{1} << 62);
+}
+
+TEST(binning, floating_samples) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> samples = {nan,  inf,  -inf,  -0.0f, 0.0f, std::nextafter(1.0f, 0.0f),
+                                      1.0f, 0.5f, 0.25f, 0.999f};
+  for (int bins : {1, 3, 256, 257, 1 << 20}) {
+    expect_binning_matches_reference(samples, bins, 0.0f, 1.0f);
+    expect_binning_matches_reference(samples, bins, -0.1, 0.9);
+  }
+  const ppat::detail::even_binning<float, float> bin_of(1 << 20, 0.0f, 1.0f);
+  EXPECT_EQ(bin_of(std::nextafter(1.0f, 0.0f)), (1 << 20) - 1) << "just below upper";
+  EXPECT_EQ(bin_of(nan), -1);
+  EXPECT_EQ(bin_of(1.0f), -1);
+}
+
+TEST(temporary_memory, pool_keeps_memory_between_calls) {
+  PPAT_REQUIRE_GPU();
+  int device = 0;
+  PPAT_CUDA_OK(cudaGetDevice(&device));
+  const cudaMemPool_t pool = ppat::temporary_memory_pool(device);
+  EXPECT_EQ(pool, ppat::temporary_memory_pool(device)) << "one pool per device";
+  std::uint64_t threshold = 0;
+  PPAT_CUDA_OK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  EXPECT_EQ(threshold, ppat::retained_bytes);
+
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    ppat::detail::temporary_buffer<double> buffer(1 << 20, stream, "test");
+    ASSERT_NE(buffer.data(), nullptr);
+    PPAT_CUDA_OK(cudaMemsetAsync(buffer.data(), 0, (1 << 20) * sizeof(double), stream));
+    buffer.release();
+    EXPECT_EQ(buffer.data(), nullptr);
+  }
+  PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+  std::uint64_t reserved = 0;
+  PPAT_CUDA_OK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  EXPECT_GE(reserved, (1u << 20) * sizeof(double)) << "memory returned at synchronization";
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
+TEST(temporary_memory, zero_elements_allocate_nothing) {
+  // No CUDA call at all: runs without a GPU.
+  ppat::detail::temporary_buffer<int> buffer(0, nullptr, "test");
+  EXPECT_EQ(buffer.data(), nullptr);
+  EXPECT_NO_THROW(buffer.release());
+}
+
+}  // namespace

@@ -1,0 +1,313 @@
+// Scan rungs against the host reference: every size class, several types and operators
+// (one of them non-commutative), in place, init values, streams, graph capture, bad input.
+#include <ppat/ppat.cuh>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+
+#include "reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+using ppat_test::device_buffer;
+
+// Composition of affine maps x -> a*x + b over 32-bit wraparound integers, with a count:
+// associative, not commutative, 12 bytes, and exact, so any misordering shows.
+struct affine {
+  std::uint32_t a, b, count;
+};
+struct then {  // then(f, g) = g after f
+  __host__ __device__ affine operator()(const affine& f, const affine& g) const {
+    return {g.a * f.a, g.a * f.b + g.b, f.count + g.count};
+  }
+};
+
+enum class rung { hillis_steele, blelloch };
+enum class kind { inclusive, exclusive };
+
+template <class T, class Op>
+void run_scan(rung r, kind k, const T* in, T* out, std::size_t n, T init, Op op,
+              cudaStream_t stream = 0) {
+  namespace tb = ppat::textbook;
+  if (r == rung::hillis_steele) {
+    if (k == kind::inclusive)
+      tb::hillis_steele_inclusive_scan(in, out, n, op, stream);
+    else
+      tb::hillis_steele_exclusive_scan(in, out, n, init, op, stream);
+  } else {
+    if (k == kind::inclusive)
+      tb::blelloch_inclusive_scan(in, out, n, op, stream);
+    else
+      tb::blelloch_exclusive_scan(in, out, n, init, op, stream);
+  }
+}
+
+const char* name(rung r) {
+  return r == rung::hillis_steele ? "hillis_steele" : "blelloch";
+}
+const char* name(kind k) {
+  return k == kind::inclusive ? "inclusive" : "exclusive";
+}
+
+template <class T, class Op>
+std::vector<T> reference(kind k, const std::vector<T>& in, T init, Op op) {
+  return k == kind::inclusive ? ppat_reference::inclusive_scan(in, op)
+                              : ppat_reference::exclusive_scan(in, init, op);
+}
+
+// Runs one scan on `in` and checks every output element against the host reference.
+template <class T, class Op>
+void check_scan(rung r, kind k, const std::vector<T>& in, T init, Op op, bool in_place = false) {
+  if (!ppat_test::fits_item_budget(in.size())) return;
+  SCOPED_TRACE(std::string(name(r)) + " " + name(k) + " n=" + std::to_string(in.size()) +
+               (in_place ? " in place" : ""));
+  device_buffer<T> input(in, /*guard=*/64);
+  device_buffer<T> separate(in_place ? 0 : in.size(), /*guard=*/64);
+  device_buffer<T>& output = in_place ? input : separate;
+  if (!in_place) output.poison();
+  run_scan(r, k, input.data(), output.data(), in.size(), init, op);
+  ppat_test::expect_no_cuda_error();
+  const std::vector<T> expected = reference(k, in, init, op);
+  const long long bad = ppat_test::first_mismatch(output.download(), expected);
+  EXPECT_EQ(bad, -1) << "first wrong element";
+  EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside the buffer";
+}
+
+constexpr rung rungs[] = {rung::hillis_steele, rung::blelloch};
+constexpr kind kinds[] = {kind::inclusive, kind::exclusive};
+
+// Tile boundaries of both rungs (1024 items) at the first and second level of tile totals,
+// primes, and sizes just around them.
+const std::size_t boundary_sizes[] = {1,
+                                      2,
+                                      31,
+                                      32,
+                                      33,
+                                      511,
+                                      512,
+                                      513,
+                                      1023,
+                                      1024,
+                                      1025,
+                                      2047,
+                                      2048,
+                                      2049,
+                                      65537,
+                                      1000003,
+                                      1048575,
+                                      1048576,
+                                      1048577,
+                                      1048579,
+                                      2097152,
+                                      2097153,
+                                      3 * 1048576 + 17};
+const std::size_t type_sizes[] = {1, 33, 1024, 1025, 65521, 1048579};
+
+TEST(textbook_scan, i32_plus_at_every_boundary) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : boundary_sizes) {
+    const auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+    const int init = ppat_test::random_integers<int>(1, -50, 50)[0];
+    for (rung r : rungs) {
+      for (kind k : kinds)
+        check_scan(r, k, in, init, ppat::plus{});
+    }
+  }
+}
+
+TEST(textbook_scan, u8_plus_wraps_like_the_host) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : type_sizes) {
+    const auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+    for (rung r : rungs) {
+      for (kind k : kinds)
+        check_scan<std::uint8_t>(r, k, in, 7, ppat::plus{});
+    }
+  }
+}
+
+TEST(textbook_scan, i32_minimum_and_u32_maximum) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : type_sizes) {
+    const auto signed_in = ppat_test::random_integers<int>(n, -1000000, 1000000);
+    const auto unsigned_in = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+    for (rung r : rungs) {
+      for (kind k : kinds) {
+        check_scan(r, k, signed_in, 0, ppat::minimum{});
+        check_scan<std::uint32_t>(r, k, unsigned_in, 12345u, ppat::maximum{});
+      }
+    }
+  }
+}
+
+TEST(textbook_scan, i64_plus) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : type_sizes) {
+    const auto in = ppat_test::random_integers<std::int64_t>(n, -(1ll << 40), 1ll << 40);
+    for (rung r : rungs) {
+      for (kind k : kinds)
+        check_scan<std::int64_t>(r, k, in, -3, ppat::plus{});
+    }
+  }
+}
+
+// Multiples of 1/8 (floats) and 1/1024 (doubles) of modest size: every partial sum any
+// combination order can form is exact, so the result is exact too and any wrong or
+// missing term shows.
+template <class T>
+std::vector<T> exact_fractions(std::size_t n, long long range, double unit) {
+  const auto ints = ppat_test::random_integers<long long>(n, -range, range);
+  std::vector<T> values(n);
+  for (std::size_t i = 0; i < n; ++i)
+    values[i] = T(double(ints[i]) * unit);
+  return values;
+}
+
+TEST(textbook_scan, f32_and_f64_plus_exactly) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : type_sizes) {
+    const auto floats = exact_fractions<float>(n, 1024, 1.0 / 8);
+    const auto doubles = exact_fractions<double>(n, 1 << 20, 1.0 / 1024);
+    for (rung r : rungs) {
+      for (kind k : kinds) {
+        check_scan(r, k, floats, 0.5f, ppat::plus{});
+        check_scan(r, k, doubles, -0.25, ppat::plus{});
+      }
+    }
+  }
+}
+
+TEST(textbook_scan, non_commutative_12_byte_struct) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : type_sizes) {
+    const auto a = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+    const auto b = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+    std::vector<affine> in(n);
+    for (std::size_t i = 0; i < n; ++i)
+      in[i] = {a[i] | 1u, b[i], 1u};
+    for (rung r : rungs) {
+      for (kind k : kinds)
+        check_scan(r, k, in, affine{3u, 5u, 0u}, then{});
+    }
+  }
+}
+
+TEST(textbook_scan, in_place) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{1000003}}) {
+    const auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+    for (rung r : rungs) {
+      for (kind k : kinds)
+        check_scan(r, k, in, 11, ppat::plus{}, /*in_place=*/true);
+    }
+  }
+}
+
+// More than 2^28 items: three levels of tile totals.
+TEST(textbook_scan, huge_i32_above_2_pow_28) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 28) + 12347;
+  const auto in = ppat_test::random_integers<int>(n, -100, 100);
+  check_scan(rung::hillis_steele, kind::inclusive, in, 0, ppat::plus{});
+  check_scan(rung::blelloch, kind::exclusive, in, 9, ppat::plus{}, /*in_place=*/true);
+}
+
+TEST(textbook_scan, runs_on_a_non_default_stream) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 200007;
+  const auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+  device_buffer<int> input(in), output(n);
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (rung r : rungs) {
+    output.poison();
+    run_scan(r, kind::exclusive, input.data(), output.data(), n, 4, ppat::plus{}, stream);
+    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(ppat_test::first_mismatch(output.download(),
+                                        ppat_reference::exclusive_scan(in, 4, ppat::plus{})),
+              -1)
+        << name(r);
+  }
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
+// Temporary memory and every launch must be capturable; the graph then replays the scan.
+TEST(textbook_scan, captures_into_a_cuda_graph) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 2 * 1048576 + 5;  // three levels: the deepest recursion
+  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+  device_buffer<int> input(in), output(n);
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (rung r : rungs) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    run_scan(r, kind::inclusive, input.data(), output.data(), n, 0, ppat::plus{}, stream);
+    PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 2; ++replay) {
+      in = ppat_test::random_integers<int>(n, -1000, 1000);
+      input.upload(in);
+      output.poison();
+      PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
+      PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_EQ(ppat_test::first_mismatch(output.download(),
+                                          ppat_reference::inclusive_scan(in, ppat::plus{})),
+                -1)
+          << name(r) << " replay " << replay;
+    }
+    PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
+    PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  }
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
+// Argument checks come before any CUDA call, so these run without a GPU.
+TEST(textbook_scan_arguments, empty_input_is_a_no_op) {
+  for (rung r : rungs) {
+    for (kind k : kinds) {
+      EXPECT_NO_THROW(run_scan<int>(r, k, nullptr, nullptr, 0, 0, ppat::plus{}));
+    }
+  }
+}
+
+TEST(textbook_scan_arguments, null_and_overlapping_buffers_are_rejected) {
+  int* fake = reinterpret_cast<int*>(std::uintptr_t{1} << 20);  // never dereferenced
+  for (rung r : rungs) {
+    for (kind k : kinds) {
+      EXPECT_THROW(run_scan<int>(r, k, nullptr, fake, 10, 0, ppat::plus{}), std::invalid_argument);
+      EXPECT_THROW(run_scan<int>(r, k, fake, nullptr, 10, 0, ppat::plus{}), std::invalid_argument);
+      EXPECT_THROW(run_scan<int>(r, k, fake, fake + 1, 10, 0, ppat::plus{}), std::invalid_argument);
+      EXPECT_THROW(run_scan<int>(r, k, fake + 9, fake, 10, 0, ppat::plus{}), std::invalid_argument);
+    }
+  }
+}
+
+TEST(textbook_scan_arguments, message_names_function_and_argument) {
+  try {
+    ppat::textbook::blelloch_exclusive_scan<int>(nullptr, nullptr, 5);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ppat::textbook::blelloch_exclusive_scan"),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'in'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
