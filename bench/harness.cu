@@ -77,6 +77,8 @@ template <class T>
 void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t seed) {
   fill_uniform_kernel<<<1024, 256>>>(data, n, low, high, seed);
   check(cudaGetLastError(), "fill_uniform_kernel");
+  // Cases run on a non-blocking stream, which does not wait for the legacy stream.
+  check(cudaDeviceSynchronize(), "fill_uniform_kernel");
 }
 template void fill_uniform(std::uint8_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::uint16_t*, std::size_t, double, double, std::uint64_t);
@@ -185,7 +187,7 @@ void session::run(const bench_case& c) {
   }
   double baseline_us = NAN;
   for (const variant& v : c.variants) {
-    const double us = median_us(v.run, c.sets);
+    const double us = median_us(v.run, c.sets) / v.calls;
     if (v.name == c.baseline) baseline_us = us;
     std::string verdict = "-";
     if (v.check) {

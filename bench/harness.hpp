@@ -65,6 +65,7 @@ class device_array {
 
 // Fills with values drawn uniformly from [low, high] (integers) or [low, high) (floats),
 // from a counter-based hash of (seed, index): the same seed always gives the same data.
+// Returns once the data is on the device.
 template <class T>
 void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t seed);
 
@@ -77,6 +78,7 @@ struct variant {
   // Optional: after a run on set 0, true when the output is right (compared with the
   // baseline's or another variant's output, bitwise).
   std::function<bool()> check;
+  int calls = 1;  // calls per run: the time reported is per call
 };
 
 struct bench_case {

@@ -37,6 +37,16 @@ void bench_overhead(session& s) {
     check(cudaGetLastError(), "empty_kernel");
   };
 
+  // Synchronized after every call, as the timing does: the default pool hands its memory
+  // back at each synchronization, so its next allocation maps memory again.
+  const auto alloc_launch_free = [&](auto&& allocate) {
+    void* p = nullptr;
+    allocate(&p);
+    launch_empty();
+    check(cudaFreeAsync(p, stream), "cudaFreeAsync");
+  };
+  constexpr int back_to_back = 100;
+
   bench_case c;
   c.pattern = "overhead";
   c.label = "per call at 2^16";
@@ -45,22 +55,32 @@ void bench_overhead(session& s) {
   c.variants.push_back({"empty kernel launch", [&](int) { launch_empty(); }, nullptr});
   c.variants.push_back({"ppat pool: alloc + empty kernel + free",
                         [&](int) {
-                          void* p = nullptr;
-                          check(cudaMallocFromPoolAsync(&p, temp_bytes_per_call, ppat_pool, stream),
+                          alloc_launch_free([&](void** p) {
+                            check(
+                                cudaMallocFromPoolAsync(p, temp_bytes_per_call, ppat_pool, stream),
                                 "cudaMallocFromPoolAsync");
-                          launch_empty();
-                          check(cudaFreeAsync(p, stream), "cudaFreeAsync");
+                          });
                         },
                         nullptr});
   c.variants.push_back({"default pool: alloc + empty kernel + free",
                         [&](int) {
-                          void* p = nullptr;
-                          check(cudaMallocAsync(&p, temp_bytes_per_call, stream),
-                                "cudaMallocAsync");
-                          launch_empty();
-                          check(cudaFreeAsync(p, stream), "cudaFreeAsync");
+                          alloc_launch_free([&](void** p) {
+                            check(cudaMallocAsync(p, temp_bytes_per_call, stream),
+                                  "cudaMallocAsync");
+                          });
                         },
                         nullptr});
+  // What the temporary memory of a call costs the host once calls follow each other.
+  variant pairs{"ppat temporary_buffer: allocate + release",
+                [&](int) {
+                  for (int i = 0; i < back_to_back; ++i) {
+                    ppat::detail::temporary_buffer<int> buffer(n / 1024, stream, "bench");
+                    buffer.release();
+                  }
+                },
+                nullptr};
+  pairs.calls = back_to_back;
+  c.variants.push_back(pairs);
   c.variants.push_back({"cub::DeviceScan::InclusiveSum i32",
                         [&](int) {
                           std::size_t bytes = cub_temp_bytes;

@@ -55,10 +55,10 @@ void transpose_case(session& s, std::size_t rows, std::size_t cols) {
   for (int k = 0; k < sets; ++k) {
     in[k] = device_array<T>(count);
     out[k] = device_array<T>(count);
+    check(cudaMemset(out[k].data(), 0, out[k].bytes()), "cudaMemset");
     // Random bytes: any element type; floats stay finite by drawing 16-bit pieces < 0x7F00.
     fill_uniform(reinterpret_cast<std::uint16_t*>(in[k].data()), count * sizeof(T) / 2, 0, 0x7EFF,
                  3000 + k);
-    check(cudaMemset(out[k].data(), 0, out[k].bytes()), "cudaMemset");
   }
   device_array<T> expected(count);
 

@@ -131,6 +131,8 @@ class device_buffer {
   }
   void fill_bytes(std::size_t first, std::size_t count, unsigned char byte) {
     check(cudaMemset(raw_ + first, byte, bytes(count)));
+    // Done before the call under test, whatever stream that call runs on.
+    check(cudaDeviceSynchronize());
   }
 
   T* raw_ = nullptr;
