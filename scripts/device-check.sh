@@ -43,8 +43,10 @@ section "ppat info"
 section "tests (ctest)"
 ctest --test-dir "$build" -j 6 --output-on-failure >"$out/ctest.log" 2>&1
 grep -E "Test +#|tests passed|Skipped|Failed|\*\*\*" "$out/ctest.log" | tee -a "$report" >/dev/null
-total=$(grep -Eo "tests failed out of [0-9]+" "$out/ctest.log" | grep -Eo "[0-9]+$" || echo 0)
-failed=$(grep -Eo "[0-9]+ tests failed" "$out/ctest.log" | grep -Eo "^[0-9]+" || echo "$total")
+# "100% tests passed out of 41" or "95% tests passed, 2 tests failed out of 41"
+total=$(grep -Eo "tests? (passed|failed) out of [0-9]+" "$out/ctest.log" | grep -Eo "[0-9]+$" || echo 0)
+failed=$(grep -Eo "[0-9]+ tests? failed out of" "$out/ctest.log" | grep -Eo "^[0-9]+" || echo 0)
+[ "$total" -gt 0 ] || failed=1  # no summary at all: ctest itself failed
 skipped=$(grep -c "(Skipped)" "$out/ctest.log" || true)
 passed=$((total - failed - skipped))
 say "ctest: $passed passed, $failed failed, $skipped skipped of $total"

@@ -30,7 +30,13 @@ def is_copy(variant):
     return variant.startswith("copy")
 
 
-def line_panel(ax, rows, title):
+def style_of(variant, colors):
+    if is_copy(variant):
+        return dict(color="black", linestyle="--", linewidth=1)
+    return dict(color=colors[variant])
+
+
+def line_panel(ax, rows, title, colors):
     by_variant = group(rows, lambda r: r["variant"])
     for variant, points in by_variant.items():
         points = [p for p in points if p["gbps"] is not None]
@@ -38,8 +44,8 @@ def line_panel(ax, rows, title):
             continue
         xs = [math.log2(p["n"]) for p in points]
         ys = [p["gbps"] for p in points]
-        style = dict(color="black", linestyle="--", linewidth=1) if is_copy(variant) else {}
-        ax.plot(xs, ys, marker="o", markersize=3, label=variant.replace("textbook::", ""), **style)
+        ax.plot(xs, ys, marker="o", markersize=3, label=variant.replace("textbook::", ""),
+                **style_of(variant, colors))
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("log2(items)")
     ax.set_ylabel("GB/s")
@@ -47,7 +53,7 @@ def line_panel(ax, rows, title):
     ax.legend(fontsize=6)
 
 
-def bar_panel(ax, rows, title):
+def bar_panel(ax, rows, title, colors):
     shapes = list(OrderedDict.fromkeys(r["shape"] for r in rows))
     variants = list(OrderedDict.fromkeys(r["variant"] for r in rows))
     width = 0.8 / max(len(variants), 1)
@@ -57,7 +63,7 @@ def bar_panel(ax, rows, title):
             if r["variant"] == variant and r["gbps"] is not None:
                 values[r["shape"]] = r["gbps"]
         xs = [s + i * width for s in range(len(shapes))]
-        color = "lightgray" if is_copy(variant) else None
+        color = "lightgray" if is_copy(variant) else colors[variant]
         ax.bar(xs, [values[s] for s in shapes], width, label=variant.replace("textbook::", ""),
                color=color)
     ax.set_xticks([s + 0.4 - width / 2 for s in range(len(shapes))])
@@ -80,14 +86,18 @@ def main():
     rows = [r for r in report["results"] if r["pattern"] != "overhead"]
     for pattern, pattern_rows in group(rows, lambda r: r["pattern"]).items():
         by_panel = group(pattern_rows, lambda r: r["case"])
+        # One colour per variant across the panels; the baselines take the first.
+        variants = OrderedDict.fromkeys(r["variant"] for r in pattern_rows if r["variant"] == r["baseline"])
+        variants.update(OrderedDict.fromkeys(r["variant"] for r in pattern_rows))
+        colors = {v: f"C{i}" for i, v in enumerate(v for v in variants if not is_copy(v))}
         columns = min(3, len(by_panel))
         lines = math.ceil(len(by_panel) / columns)
         fig, axes = plt.subplots(lines, columns, figsize=(5.5 * columns, 4 * lines), squeeze=False)
         for ax, (case, case_rows) in zip(axes.flat, by_panel.items()):
             if pattern == "transpose":
-                bar_panel(ax, case_rows, f"{pattern} {case}")
+                bar_panel(ax, case_rows, f"{pattern} {case}", colors)
             else:
-                line_panel(ax, case_rows, f"{pattern}: {case}")
+                line_panel(ax, case_rows, f"{pattern}: {case}", colors)
         for ax in list(axes.flat)[len(by_panel):]:
             ax.axis("off")
         fig.suptitle(f"ppat bench on {device}: {pattern}", fontsize=11)

@@ -24,6 +24,13 @@ inline unsigned grid_stride_blocks(std::size_t items, int threads, const device_
   return unsigned(std::min(wanted, resident));
 }
 
+// Blocks of `block` threads covering cols along x and rows along y, capped at the launch
+// limits (2^31 - 1 along x, 65535 along y); kernels grid-stride past the caps.
+inline dim3 grid_2d(std::size_t rows, std::size_t cols, dim3 block) {
+  return dim3(unsigned(std::min<std::size_t>(ceil_div(cols, block.x), 0x7FFFFFFF)),
+              unsigned(std::min<std::size_t>(ceil_div(rows, block.y), 65535)));
+}
+
 // A kernel asking for more than 48 KB of dynamic shared memory must say so first.
 template <class Kernel>
 void allow_dynamic_shared_bytes(Kernel kernel, std::size_t bytes, const char* function) {

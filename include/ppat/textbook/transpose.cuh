@@ -12,8 +12,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <climits>
 #include <cstddef>
 
 #include "../core/arguments.cuh"
@@ -40,9 +38,8 @@ void transpose_naive(const T* in, T* out, std::size_t rows, std::size_t cols,
   constexpr const char* function = "ppat::textbook::transpose_naive";
   if (ppat::detail::require_transpose_buffers(in, out, rows, cols, function) == 0) return;
   const dim3 block(32, 8);  // (x: along a row of `in`, y: down its rows)
-  const dim3 grid(unsigned(std::min<std::size_t>(ppat::detail::ceil_div(cols, block.x), INT_MAX)),
-                  unsigned(std::min<std::size_t>(ppat::detail::ceil_div(rows, block.y), 65535)));
-  detail::transpose_naive_kernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
+  detail::transpose_naive_kernel<<<ppat::detail::grid_2d(rows, cols, block), block, 0, stream>>>(
+      in, out, rows, cols);
   ppat::detail::check_launch(function, "transpose_naive_kernel");
 }
 
@@ -52,11 +49,9 @@ void transpose_tiled(const T* in, T* out, std::size_t rows, std::size_t cols,
   constexpr const char* function = "ppat::textbook::transpose_tiled";
   if (ppat::detail::require_transpose_buffers(in, out, rows, cols, function) == 0) return;
   constexpr int tile = detail::transpose_tile;
-  const std::size_t tiles = ppat::detail::ceil_div(rows, tile) * ppat::detail::ceil_div(cols, tile);
-  const dim3 block(tile, tile);
-  detail::
-      transpose_tiled_kernel<<<unsigned(std::min<std::size_t>(tiles, INT_MAX)), block, 0, stream>>>(
-          in, out, rows, cols);
+  const dim3 block(tile, tile);  // one thread per element of a tile
+  detail::transpose_tiled_kernel<<<ppat::detail::grid_2d(rows, cols, block), block, 0, stream>>>(
+      in, out, rows, cols);
   ppat::detail::check_launch(function, "transpose_tiled_kernel");
 }
 
@@ -73,30 +68,30 @@ __global__ void transpose_naive_kernel(const T* in, T* out, std::size_t rows, st
   }
 }
 
-// One block per tile (a grid-stride loop covers grids beyond the launch limit).
+// One block per tile; grid-stride loops cover matrices with more tiles than a grid holds.
 template <class T>
 __global__ void __launch_bounds__(transpose_tile* transpose_tile)
     transpose_tiled_kernel(const T* in, T* out, std::size_t rows, std::size_t cols) {
   constexpr int tile = transpose_tile;
   constexpr int pitch = tile + 1;
   __shared__ ppat::detail::uninitialized_array<T, tile * pitch> staged;  // (TILE, TILE + 1)
-  const std::size_t tiles_across = ppat::detail::ceil_div(cols, tile);
-  const std::size_t tiles = tiles_across * ppat::detail::ceil_div(rows, tile);
   const int x = threadIdx.x;
   const int y = threadIdx.y;
 
-  for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const std::size_t first_row = (t / tiles_across) * tile;
-    const std::size_t first_col = (t % tiles_across) * tile;
-    if (first_row + y < rows && first_col + x < cols) {
-      staged[y * pitch + x] = in[(first_row + y) * cols + first_col + x];
+  for (std::size_t first_row = std::size_t(blockIdx.y) * tile; first_row < rows;
+       first_row += std::size_t(gridDim.y) * tile) {
+    for (std::size_t first_col = std::size_t(blockIdx.x) * tile; first_col < cols;
+         first_col += std::size_t(gridDim.x) * tile) {
+      if (first_row + y < rows && first_col + x < cols) {
+        staged[y * pitch + x] = in[(first_row + y) * cols + first_col + x];
+      }
+      __syncthreads();
+      // Row y of this tile in `out` is column y of the staged tile.
+      if (first_col + y < cols && first_row + x < rows) {
+        out[(first_col + y) * rows + first_row + x] = staged[x * pitch + y];
+      }
+      __syncthreads();  // the next tile reuses `staged`
     }
-    __syncthreads();
-    // Row y of this tile in `out` is column y of the staged tile.
-    if (first_col + y < cols && first_row + x < rows) {
-      out[(first_col + y) * rows + first_row + x] = staged[x * pitch + y];
-    }
-    __syncthreads();  // the next tile reuses `staged`
   }
 }
 
