@@ -60,9 +60,26 @@ void check_transpose(std::size_t rows, std::size_t cols) {
 struct shape {
   std::size_t rows, cols;
 };
-const shape shapes[] = {{1, 1},     {1, 1000},  {1000, 1},  {2, 2},     {31, 33},    {32, 32},
-                        {31, 32},   {33, 32},   {32, 31},   {32, 33},   {64, 64},    {63, 65},
-                        {33, 4097}, {4097, 33}, {65536, 3}, {3, 65536}, {1023, 1025}};
+const shape shapes[] = {{1, 1},
+                        {1, 1000},
+                        {1000, 1},
+                        {2, 2},
+                        {31, 33},
+                        {32, 32},
+                        {31, 32},
+                        {33, 32},
+                        {32, 31},
+                        {32, 33},
+                        {64, 64},
+                        {63, 65},
+                        {33, 4097},
+                        {4097, 33},
+                        {65536, 3},
+                        {3, 65536},
+                        {1023, 1025},
+                        // more tile rows than a grid has (65535): the kernels' grid-stride loops
+                        {3000000, 1},
+                        {3000000, 2}};
 
 template <class T>
 void check_all_shapes() {
