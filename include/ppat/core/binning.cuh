@@ -7,6 +7,8 @@
 // clamped so that a sample just below `upper` lands in the last bin despite rounding.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <type_traits>
 
@@ -48,16 +50,20 @@ class even_binning {
   arithmetic upper_;
 };
 
-// Checks histogram_even's arguments and returns the binning they describe.
+// The start of every histogram_even: checks the arguments, zeroes `hist` on `stream`, and
+// returns the binning they describe.
 template <class Sample, class Counter, class Level>
-even_binning<Sample, Level> make_even_binning(const Sample* samples, std::size_t n, Counter* hist,
-                                              int num_bins, Level lower, Level upper,
-                                              const char* function) {
+even_binning<Sample, Level> start_histogram_even(const Sample* samples, std::size_t n,
+                                                 Counter* hist, int num_bins, Level lower,
+                                                 Level upper, cudaStream_t stream,
+                                                 const char* function) {
   require(num_bins > 0, function, "num_bins", "must be positive");
   require(lower < upper, function, "upper", "must be greater than 'lower' (and neither NaN)");
   require_buffer(samples, n, function, "samples");
   require_buffer(hist, std::size_t(num_bins), function, "hist");
   require_disjoint(samples, n, hist, std::size_t(num_bins), function, "samples", "hist");
+  check_cuda(cudaMemsetAsync(hist, 0, sizeof(Counter) * std::size_t(num_bins), stream), function,
+             "cudaMemsetAsync");
   return even_binning<Sample, Level>(num_bins, lower, upper);
 }
 

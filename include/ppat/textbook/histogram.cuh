@@ -46,10 +46,8 @@ void histogram_even_global_atomics(const Sample* samples, std::size_t n, Counter
                                    int num_bins, Level lower, Level upper,
                                    cudaStream_t stream = 0) {
   constexpr const char* function = "ppat::textbook::histogram_even_global_atomics";
-  const auto bin_of =
-      ppat::detail::make_even_binning(samples, n, hist, num_bins, lower, upper, function);
-  ppat::detail::check_cuda(cudaMemsetAsync(hist, 0, sizeof(Counter) * num_bins, stream), function,
-                           "cudaMemsetAsync");
+  const auto bin_of = ppat::detail::start_histogram_even(samples, n, hist, num_bins, lower, upper,
+                                                         stream, function);
   if (n == 0) return;
   const auto& limits = ppat::detail::limits_of(stream, function);
   const unsigned blocks = ppat::detail::grid_stride_blocks(n, detail::histogram_threads, limits,
@@ -64,10 +62,8 @@ void histogram_even_shared_atomics(const Sample* samples, std::size_t n, Counter
                                    int num_bins, Level lower, Level upper,
                                    cudaStream_t stream = 0) {
   constexpr const char* function = "ppat::textbook::histogram_even_shared_atomics";
-  const auto bin_of =
-      ppat::detail::make_even_binning(samples, n, hist, num_bins, lower, upper, function);
-  ppat::detail::check_cuda(cudaMemsetAsync(hist, 0, sizeof(Counter) * num_bins, stream), function,
-                           "cudaMemsetAsync");
+  const auto bin_of = ppat::detail::start_histogram_even(samples, n, hist, num_bins, lower, upper,
+                                                         stream, function);
   if (n == 0) return;
   const auto& limits = ppat::detail::limits_of(stream, function);
   const int window_bins =
