@@ -89,6 +89,10 @@ void bench_overhead(session& s) {
                                 "cub::DeviceScan::InclusiveSum");
                         },
                         nullptr});
+  c.variants.push_back(
+      {"ppat::inclusive_scan i32",
+       [&](int) { ppat::inclusive_scan(in.data(), out.data(), n, ppat::plus{}, stream); },
+       nullptr});
   c.variants.push_back({"textbook::blelloch_inclusive_scan i32",
                         [&](int) {
                           ppat::textbook::blelloch_inclusive_scan(in.data(), out.data(), n,

@@ -1,4 +1,5 @@
-// Scan: the textbook rungs beside cub::DeviceScan, sums of 4- and 8-byte types.
+// Scan: the production scan and the textbook rungs beside cub::DeviceScan, sums of 4- and
+// 8-byte types.
 #include <ppat/ppat.cuh>
 
 #include <cub/device/device_scan.cuh>
@@ -69,6 +70,12 @@ void scan_case(session& s, int log2_n, bool exclusive) {
                         nullptr});
   namespace tb = ppat::textbook;
   if (exclusive) {
+    c.variants.push_back({"ppat::exclusive_scan",
+                          [&](int k) {
+                            ppat::exclusive_scan(in[k].data(), out[k].data(), n, T{}, ppat::plus{},
+                                                 stream);
+                          },
+                          matches_cub});
     c.variants.push_back({"textbook::hillis_steele_exclusive_scan",
                           [&](int k) {
                             tb::hillis_steele_exclusive_scan(in[k].data(), out[k].data(), n, T{},
@@ -82,6 +89,10 @@ void scan_case(session& s, int log2_n, bool exclusive) {
                           },
                           matches_cub});
   } else {
+    c.variants.push_back(
+        {"ppat::inclusive_scan",
+         [&](int k) { ppat::inclusive_scan(in[k].data(), out[k].data(), n, ppat::plus{}, stream); },
+         matches_cub});
     c.variants.push_back({"textbook::hillis_steele_inclusive_scan",
                           [&](int k) {
                             tb::hillis_steele_inclusive_scan(in[k].data(), out[k].data(), n,

@@ -84,6 +84,14 @@ int self_check() {
   const int init = 17;
   const auto inclusive = ppat_reference::inclusive_scan(ints, ppat::plus{});
   const auto exclusive = ppat_reference::exclusive_scan(ints, init, ppat::plus{});
+  report("inclusive_scan", [&] {
+    return run_and_compare<int, int>(
+        ints, inclusive, [&](const int* in, int* out) { ppat::inclusive_scan(in, out, n); });
+  });
+  report("exclusive_scan", [&] {
+    return run_and_compare<int, int>(
+        ints, exclusive, [&](const int* in, int* out) { ppat::exclusive_scan(in, out, n, init); });
+  });
   report("textbook::hillis_steele_inclusive_scan", [&] {
     return run_and_compare<int, int>(ints, inclusive, [&](const int* in, int* out) {
       tb::hillis_steele_inclusive_scan(in, out, n);

@@ -1,10 +1,14 @@
-// Scan rungs against the host reference: every size class, several types and operators
-// (one of them non-commutative), in place, init values, streams, graph capture, bad input.
+// The production scans and the textbook rungs against the host reference: every size class, several
+// types and operators (one of them non-commutative), in place, init values, streams, graph capture,
+// bad input.
 #include <ppat/ppat.cuh>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include "reference.hpp"
 #include "support.hpp"
@@ -24,14 +28,19 @@ struct then {  // then(f, g) = g after f
   }
 };
 
-enum class rung { hillis_steele, blelloch };
+enum class rung { single_pass, hillis_steele, blelloch };
 enum class kind { inclusive, exclusive };
 
 template <class T, class Op>
 void run_scan(rung r, kind k, const T* in, T* out, std::size_t n, T init, Op op,
               cudaStream_t stream = 0) {
   namespace tb = ppat::textbook;
-  if (r == rung::hillis_steele) {
+  if (r == rung::single_pass) {
+    if (k == kind::inclusive)
+      ppat::inclusive_scan(in, out, n, op, stream);
+    else
+      ppat::exclusive_scan(in, out, n, init, op, stream);
+  } else if (r == rung::hillis_steele) {
     if (k == kind::inclusive)
       tb::hillis_steele_inclusive_scan(in, out, n, op, stream);
     else
@@ -75,10 +84,11 @@ void check_scan(rung r, kind k, const std::vector<T>& in, T init, Op op, bool in
   EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside the buffer";
 }
 
-constexpr rung rungs[] = {rung::hillis_steele, rung::blelloch};
+constexpr rung rungs[] = {rung::single_pass, rung::hillis_steele, rung::blelloch};
 constexpr kind kinds[] = {kind::inclusive, kind::exclusive};
 
-// Tile boundaries of both rungs (1024 items) at the first and second level of tile totals,
+// Tile boundaries of the textbook rungs (1024 items, at the first and second level of tile
+// totals) and of the single-pass scan (4096 i32 items, look-back groups of 256 tiles),
 // primes, and sizes just around them.
 const std::size_t boundary_sizes[] = {1,
                                       2,
@@ -212,12 +222,87 @@ TEST(textbook_scan, in_place) {
   }
 }
 
+// Many look-back groups (256 tiles each) for every tile shape: 16 items a vector (u8), 2
+// (i64), and the unvectorized 12-byte struct.
+TEST(single_pass_scan, crosses_many_lookback_groups) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 5000003;
+  const auto bytes = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+  const auto wide = ppat_test::random_integers<std::int64_t>(n, -(1ll << 40), 1ll << 40);
+  const auto a = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+  std::vector<affine> maps(n);
+  for (std::size_t i = 0; i < n; ++i)
+    maps[i] = {a[i] | 1u, a[n - 1 - i], 1u};
+  for (kind k : kinds) {
+    check_scan<std::uint8_t>(rung::single_pass, k, bytes, 1, ppat::plus{});
+    check_scan<std::int64_t>(rung::single_pass, k, wide, 5, ppat::plus{});
+    check_scan(rung::single_pass, k, maps, affine{7u, 1u, 0u}, then{});
+  }
+}
+
+// Buffers that are not 16-byte aligned take the element-wise path; results are the same.
+TEST(single_pass_scan, unaligned_buffers) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 1000003;
+  const auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+  device_buffer<int> input(n + 1), output(n + 1);
+  std::vector<int> shifted(n + 1, 0);
+  std::copy(in.begin(), in.end(), shifted.begin() + 1);
+  input.upload(shifted);
+  for (kind k : kinds) {
+    for (int out_shift : {0, 1}) {
+      output.poison();
+      run_scan(rung::single_pass, k, input.data() + 1, output.data() + out_shift, n, 3,
+               ppat::plus{});
+      ppat_test::expect_no_cuda_error();
+      auto all = output.download();
+      std::vector<int> got(all.begin() + out_shift, all.begin() + out_shift + n);
+      EXPECT_EQ(ppat_test::first_mismatch(got, reference(k, in, 3, ppat::plus{})), -1)
+          << name(k) << " out shifted by " << out_shift;
+    }
+  }
+}
+
+// Float results are the same bits on every run: the look-back combines in a fixed order.
+TEST(single_pass_scan, float_results_are_deterministic) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 30000001;
+  std::uniform_real_distribution<float> pick(-1.0f, 1.0f);
+  std::vector<float> in(n);
+  for (auto& v : in)
+    v = pick(ppat_test::rng());
+  device_buffer<float> input(in), first(n), second(n);
+  for (kind k : kinds) {
+    first.poison();
+    second.poison();
+    run_scan(rung::single_pass, k, input.data(), first.data(), n, 0.5f, ppat::plus{});
+    run_scan(rung::single_pass, k, input.data(), second.data(), n, 0.5f, ppat::plus{});
+    ppat_test::expect_no_cuda_error();
+    const auto a = first.download();
+    EXPECT_EQ(ppat_test::first_mismatch(a, second.download()), -1) << name(k);
+    // And close to the double-precision reference: a sum of n terms of size <= 1.
+    double running = k == kind::exclusive ? 0.5 : 0.0;
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (k == kind::inclusive) running += in[i];
+      worst = std::max(worst, std::abs(double(a[i]) - running));
+      if (k == kind::exclusive) running += in[i];
+    }
+    EXPECT_LT(worst, 1.0) << name(k);
+  }
+}
+
 // More than 2^28 items: three levels of tile totals.
 TEST(textbook_scan, huge_i32_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 28) + 12347;
   const auto in = ppat_test::random_integers<int>(n, -100, 100);
+  check_scan(rung::single_pass, kind::inclusive, in, 0, ppat::plus{});
+  check_scan(rung::single_pass, kind::exclusive, in, 9, ppat::plus{}, /*in_place=*/true);
   check_scan(rung::hillis_steele, kind::inclusive, in, 0, ppat::plus{});
   check_scan(rung::blelloch, kind::exclusive, in, 9, ppat::plus{}, /*in_place=*/true);
 }

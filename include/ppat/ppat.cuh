@@ -7,4 +7,5 @@
 #include "core/error.cuh"
 #include "core/memory.cuh"
 #include "core/operators.cuh"
+#include "scan.cuh"
 #include "textbook.cuh"
