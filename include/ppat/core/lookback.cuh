@@ -4,13 +4,16 @@
 //
 // Classic look-back stops at the first predecessor that has published its inclusive
 // prefix, so a tile's prefix is associated differently from run to run, and floating-point
-// scans differ in their last bits. Here tiles form groups of `lookback_group`; every tile
-// publishes its aggregate at once, and the last tile of each group publishes the group's
-// exclusive prefix. A tile's prefix is always
-//     (exclusive prefix of its group) op (aggregates of the tiles before it in its group),
-// the second part combined by one warp in a fixed order. The only serial chain runs
-// through group prefixes, one hop per 256 tiles, far apart enough in time to stay off the
-// critical path; the wait for the in-group aggregates is the classic look-back's wait.
+// scans differ in their last bits. Here every combination has a fixed shape:
+//   - tiles form groups of 256, groups form supergroups of 256 groups (65536 tiles);
+//   - every tile publishes its aggregate as soon as it has it;
+//   - the last tile of a group publishes the group's aggregate (its group's tile aggregates,
+//     combined by one warp in a fixed order) and then the next group's exclusive prefix:
+//     the supergroup's prefix followed by the supergroup's group aggregates so far;
+//   - a tile's prefix is its group's prefix followed by the aggregates of the tiles before
+//     it in the group.
+// No value waits on a chain of earlier prefixes except the supergroup prefix, one hop per
+// 65536 tiles; everything else waits only on aggregates, as classic look-back does.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
 // were handed out earlier, to blocks already running, so the waits always end.
@@ -27,23 +30,28 @@
 
 namespace ppat::detail {
 
-constexpr unsigned lookback_group = 256;
+constexpr unsigned lookback_group = 256;  // tiles per group, and groups per supergroup
+
+// One published value per slot: ready flags (zeroed before each launch) and the values.
+template <class T>
+struct published {
+  unsigned* ready;
+  T* values;
+};
 
 template <class T>
 struct lookback_state {
-  unsigned* tile_counter;     // next tile id to hand out
-  unsigned* aggregate_ready;  // per tile
-  unsigned* group_ready;      // per group: its exclusive prefix is published
-  T* aggregates;              // per tile
-  T* group_prefixes;          // per group (group 0 has none: it starts the sequence)
+  unsigned* tile_counter;         // next tile id to hand out
+  published<T> tile_aggregates;   // per tile
+  published<T> group_aggregates;  // per group
+  published<T> group_prefixes;    // per group, from group 1 on
+  published<T> super_prefixes;    // per supergroup, from supergroup 1 on
 };
 
 // The temporary memory of a look-back over `tiles` tiles: control words that must be
-// zeroed before each launch, then values that need no initialization. Group prefixes are
-// indexed 1..groups (the prefix of group g is published by the last tile of group g - 1).
+// zeroed before each launch, then values that need no initialization.
 struct lookback_layout {
-  std::size_t tiles;
-  std::size_t group_slots;  // groups + 1
+  std::size_t slots[4];  // tile aggregates, group aggregates, group and supergroup prefixes
   std::size_t control_bytes;
   std::size_t values_offset;
   std::size_t total_bytes;
@@ -52,20 +60,27 @@ struct lookback_layout {
 template <class T>
 lookback_layout plan_lookback(std::size_t tiles) {
   constexpr std::size_t value_alignment = alignof(T) > 16 ? alignof(T) : 16;
-  lookback_layout layout{};
-  layout.tiles = tiles;
-  layout.group_slots = ceil_div(tiles, lookback_group) + 1;
-  layout.control_bytes = (1 + tiles + layout.group_slots) * sizeof(unsigned);
+  const std::size_t groups = ceil_div(tiles, lookback_group);
+  const std::size_t supers = ceil_div(groups, lookback_group);
+  lookback_layout layout{{tiles, groups, groups + 1, supers + 1}, 0, 0, 0};
+  const std::size_t slots = tiles + groups + (groups + 1) + (supers + 1);
+  layout.control_bytes = (1 + slots) * sizeof(unsigned);
   layout.values_offset = ceil_div(layout.control_bytes, value_alignment) * value_alignment;
-  layout.total_bytes = layout.values_offset + (tiles + layout.group_slots) * sizeof(T);
+  layout.total_bytes = layout.values_offset + slots * sizeof(T);
   return layout;
 }
 
 template <class T>
 lookback_state<T> lookback_view(void* memory, const lookback_layout& layout) {
-  auto* words = static_cast<unsigned*>(memory);
+  unsigned* flags = static_cast<unsigned*>(memory) + 1;
   T* values = reinterpret_cast<T*>(static_cast<unsigned char*>(memory) + layout.values_offset);
-  return {words, words + 1, words + 1 + layout.tiles, values, values + layout.tiles};
+  published<T> parts[4];
+  for (int p = 0; p < 4; ++p) {
+    parts[p] = {flags, values};
+    flags += layout.slots[p];
+    values += layout.slots[p];
+  }
+  return {static_cast<unsigned*>(memory), parts[0], parts[1], parts[2], parts[3]};
 }
 
 __device__ inline void publish(unsigned* flag) {
@@ -110,44 +125,67 @@ __device__ T load_published(const T* from) {
   return value;
 }
 
+template <class T>
+__device__ void publish(const published<T>& slot, unsigned index, const T& value) {
+  slot.values[index] = value;
+  publish(&slot.ready[index]);
+}
+
+// Called by a whole warp: the values of slots [begin, end) combined in a fixed order (lane l
+// takes its share of the range in order, then the lanes combine left to right), waiting
+// for each to be published.
+template <class T, class Op>
+__device__ partial<T> ordered_combination(const published<T>& slot, unsigned begin, unsigned end,
+                                          Op op) {
+  constexpr unsigned share = lookback_group / 32;
+  const unsigned mine_begin = min(begin + lane_id() * share, end);
+  const unsigned mine_end = min(mine_begin + share, end);
+  wait_for_all(slot.ready, mine_begin, mine_end);
+  partial<T> mine{T{}, false};
+  for (unsigned i = mine_begin; i < mine_end; ++i) {
+    mine = then(mine, partial<T>{load_published(&slot.values[i]), true}, op);
+  }
+  return warp_reduce(mine, op);
+}
+
+template <class T>
+__device__ partial<T> wait_and_load(const published<T>& slot, unsigned index) {
+  wait_for_all(slot.ready, index, index + 1);
+  return {load_published(&slot.values[index]), true};
+}
+
 // Called by one whole warp of the block that owns `tile`, once its `aggregate` is known.
 // Returns the combination of `start` (what precedes tile 0, e.g. an exclusive scan's
 // init) and every tile before `tile`.
 template <class T, class Op>
 __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned tile,
                                       const T& aggregate, const partial<T>& start, Op op) {
-  const int lane = lane_id();
-  if (lane == 0) {
-    state.aggregates[tile] = aggregate;
-    publish(&state.aggregate_ready[tile]);
-  }
+  if (lane_id() == 0) publish(state.tile_aggregates, tile, aggregate);
   const unsigned group = tile / lookback_group;
-  const unsigned first = group * lookback_group;
+  const unsigned first_tile = group * lookback_group;
+  const partial<T> in_group = ordered_combination(state.tile_aggregates, first_tile, tile, op);
 
-  // The aggregates before `tile` in its group: lane l combines its fixed share in order.
-  constexpr unsigned share = lookback_group / 32;
-  const unsigned begin = min(first + lane * share, tile);
-  const unsigned end = min(begin + share, tile);
-  wait_for_all(state.aggregate_ready, begin, end);
-  partial<T> mine{aggregate, false};
-  for (unsigned t = begin; t < end; ++t) {
-    mine = then(mine, partial<T>{load_published(&state.aggregates[t]), true}, op);
+  if (tile == first_tile + lookback_group - 1) {
+    // Last tile of its group: publish the group's aggregate, then the next group's prefix.
+    const T group_aggregate = after(in_group, aggregate, op);
+    if (lane_id() == 0) publish(state.group_aggregates, group, group_aggregate);
+    const unsigned super = group / lookback_group;
+    const unsigned first_group = super * lookback_group;
+    const partial<T> super_prefix = super == 0 ? start : wait_and_load(state.super_prefixes, super);
+    const partial<T> groups_before =
+        ordered_combination(state.group_aggregates, first_group, group, op);
+    const partial<T> next_prefix{after(then(super_prefix, groups_before, op), group_aggregate, op),
+                                 true};
+    if (lane_id() == 0) {
+      publish(state.group_prefixes, group + 1, next_prefix.value);
+      if (group == first_group + lookback_group - 1) {
+        publish(state.super_prefixes, super + 1, next_prefix.value);
+      }
+    }
   }
-  const partial<T> in_group = warp_reduce(mine, op);
 
-  partial<T> group_prefix = start;
-  if (group > 0) {
-    wait_for_all(state.group_ready, group, group + 1);
-    group_prefix = partial<T>{load_published(&state.group_prefixes[group]), true};
-  }
-  const partial<T> prefix = then(group_prefix, in_group, op);
-
-  const bool last_in_group = tile == first + lookback_group - 1;
-  if (last_in_group && lane == 0) {
-    state.group_prefixes[group + 1] = after(prefix, aggregate, op);
-    publish(&state.group_ready[group + 1]);
-  }
-  return prefix;
+  const partial<T> group_prefix = group == 0 ? start : wait_and_load(state.group_prefixes, group);
+  return then(group_prefix, in_group, op);
 }
 
 }  // namespace ppat::detail
