@@ -18,7 +18,6 @@
 #include <limits>
 
 #include "core/arguments.cuh"
-#include "core/block.cuh"
 #include "core/error.cuh"
 #include "core/launch.cuh"
 #include "core/lookback.cuh"
@@ -51,21 +50,18 @@ void exclusive_scan(const T* in, T* out, std::size_t n, T init = T{}, Op op = {}
 
 namespace detail {
 
-// A tile: 8 data warps, each owning `rows` x 32 x `vec` consecutive items (row r of lane l
-// is the `vec` items at r * 32 * vec + l * vec: with 16-byte vectors every row is one fully
-// coalesced 512-byte access per warp), plus one look-back warp that learns the tile's prefix
-// while the data warps load.
+// A tile: 8 warps; each warp owns `rows` x 32 x `vec` consecutive items, row r of lane l
+// being the `vec` items at r * 32 * vec + l * vec. With 16-byte vectors every row is one
+// fully coalesced 512-byte access per warp.
 template <class T, bool Vectorized>
 struct scan_tile_shape {
-  static constexpr int data_warps = 8;
-  static constexpr int threads = 32 * (data_warps + 1);
+  static constexpr int threads = 256;
+  static constexpr int warps = threads / 32;
   static constexpr int vec = Vectorized ? items_per_vector<T> : 1;
-  // Up to 64 bytes and 16 items a thread: a small item still takes a whole register.
   static constexpr int rows =
-      Vectorized ? std::clamp(16 / vec, 1, 4) : std::clamp(int(64 / sizeof(T)), 1, 8);
+      Vectorized ? 4 : std::clamp(int(64 / sizeof(T)), 1, 16);  // about 64 bytes a thread
   static constexpr int warp_items = 32 * vec * rows;
-  static constexpr int tile_items = data_warps * warp_items;
-  static constexpr int min_blocks = 3;  // resident blocks per SM the registers must allow
+  static constexpr int tile_items = warps * warp_items;
 };
 
 template <class Shape, bool Exclusive, class T, class Op>
@@ -109,90 +105,69 @@ void launch_single_pass_scan(const T* in, T* out, std::size_t n, T init, Op op, 
 }
 
 template <class Shape, bool Exclusive, class T, class Op>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks)
+__global__ void __launch_bounds__(Shape::threads)
     single_pass_scan_kernel(const T* in, T* out, std::size_t n, lookback_state<T> state, T init,
                             Op op) {
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
-  constexpr int data_warps = Shape::data_warps;
   __shared__ unsigned tile_slot;
-  __shared__ uninitialized_array<partial<T>, data_warps> warp_prefixes;  // totals, then prefixes
-  __shared__ uninitialized_array<partial<T>, 1> prefix_of_tile;
-  __shared__ uninitialized_array<T, 1> aggregate_of_tile;
+  __shared__ uninitialized_array<partial<T>, Shape::warps> warp_prefixes;
   if (threadIdx.x == 0) tile_slot = atomicAdd(state.tile_counter, 1u);
   __syncthreads();
   const unsigned tile = tile_slot;
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
-  const partial<T> start{init, Exclusive};
-
-  const int data_warp = warp - 1;
   const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;
-  const std::size_t warp_first = tile_first + std::size_t(data_warp) * Shape::warp_items;
+  const std::size_t warp_first = tile_first + std::size_t(warp) * Shape::warp_items;
   const bool full_tile = tile_first + Shape::tile_items <= n;
   const auto row_first = [&](int r) { return warp_first + std::size_t(r) * 32 * vec + lane * vec; };
+
+  // Load. The partial last tile pads with copies of its last item, whose results are
+  // never stored (and no later tile needs its aggregate).
   T items[rows][vec];
+#pragma unroll
+  for (int r = 0; r < rows; ++r) {
+    if (full_tile) {
+      load_items(in + row_first(r), items[r]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < vec; ++j)
+        items[r][j] = in[min(row_first(r) + j, n - 1)];
+    }
+  }
+
+  // Scan each vector in registers, then each row across the warp.
   T lane_inclusive[rows];
   T row_total[rows];
-  tile_prefix<T> prefix{};
-
-  if (warp == 0) {
-    // The look-back warp: the prefix needs nothing of this tile, so it overlaps the loads.
-    prefix = lookback_prefix(state, tile, start, op);
-    if (lane == 0) prefix_of_tile[0] = prefix.total;
-  } else {
-    // Load. The partial last tile pads with copies of its last item, whose results are
-    // never stored (and no later tile needs its aggregate).
 #pragma unroll
-    for (int r = 0; r < rows; ++r) {
-      if (full_tile) {
-        load_items(in + row_first(r), items[r]);
-      } else {
+  for (int r = 0; r < rows; ++r) {
 #pragma unroll
-        for (int j = 0; j < vec; ++j)
-          items[r][j] = in[min(row_first(r) + j, n - 1)];
-      }
-    }
-
-    // Scan each vector in registers, then each row across the warp.
-#pragma unroll
-    for (int r = 0; r < rows; ++r) {
-#pragma unroll
-      for (int j = 1; j < vec; ++j)
-        items[r][j] = op(items[r][j - 1], items[r][j]);
-      lane_inclusive[r] = warp_inclusive_scan(items[r][vec - 1], op);
-      row_total[r] = shuffle_from(lane_inclusive[r], 31);
-    }
-    T warp_total = row_total[0];
-#pragma unroll
-    for (int r = 1; r < rows; ++r)
-      warp_total = op(warp_total, row_total[r]);
-    if (lane == 0) warp_prefixes[data_warp] = partial<T>{warp_total, true};
-    barrier_among<32 * data_warps>(/*id=*/1);
-
-    // The first data warp: the warps' prefixes within the tile, and the tile's aggregate,
-    // published at once for the tiles after this one.
-    if (data_warp == 0) {
-      const T warp_value = lane < data_warps ? warp_prefixes[lane].value : warp_total;
-      const T through_warp = warp_inclusive_scan(warp_value, op);
-      const T tile_total = shuffle_from(through_warp, data_warps - 1);
-      const T before_warp = shuffle_up(through_warp, 1);
-      if (lane < data_warps) warp_prefixes[lane] = partial<T>{before_warp, lane > 0};
-      if (lane == 0) {
-        publish_aggregate(state, tile, tile_total);
-        aggregate_of_tile[0] = tile_total;
-      }
-    }
+    for (int j = 1; j < vec; ++j)
+      items[r][j] = op(items[r][j - 1], items[r][j]);
+    lane_inclusive[r] = warp_inclusive_scan(items[r][vec - 1], op);
+    row_total[r] = shuffle_from(lane_inclusive[r], 31);
   }
-  __syncthreads();  // the tile's prefix and aggregate are known
+  T warp_total = row_total[0];
+#pragma unroll
+  for (int r = 1; r < rows; ++r)
+    warp_total = op(warp_total, row_total[r]);
+  if (lane == 0) warp_prefixes[warp] = partial<T>{warp_total, true};
+  __syncthreads();
 
+  // Warp 0: the warps' prefixes within the tile, then the tile's prefix from the look-back.
   if (warp == 0) {
-    finish_group(state, tile, prefix, aggregate_of_tile[0], start, op);
-    return;
+    const T warp_value = lane < Shape::warps ? warp_prefixes[lane].value : warp_total;
+    const T through_warp = warp_inclusive_scan(warp_value, op);
+    const T tile_total = shuffle_from(through_warp, Shape::warps - 1);
+    const partial<T> before_warp{shuffle_up(through_warp, 1), lane > 0};
+    const partial<T> start{init, Exclusive};
+    const partial<T> tile_prefix = lookback_prefix(state, tile, tile_total, start, op);
+    if (lane < Shape::warps) warp_prefixes[lane] = then(tile_prefix, before_warp, op);
   }
+  __syncthreads();
 
   // Combine every item with everything before it, and store.
-  partial<T> before_row = then(prefix_of_tile[0], warp_prefixes[data_warp], op);
+  partial<T> before_row = warp_prefixes[warp];
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
     const partial<T> before_lane =

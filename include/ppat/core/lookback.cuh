@@ -13,9 +13,7 @@
 //   - a tile's prefix is its group's prefix followed by the aggregates of the tiles before
 //     it in the group.
 // No value waits on a chain of earlier prefixes except the supergroup prefix, one hop per
-// 65536 tiles; everything else waits only on aggregates, as classic look-back does. And a
-// tile's prefix needs nothing of the tile itself, so a block can look back while its own
-// data is still arriving.
+// 65536 tiles; everything else waits only on aggregates, as classic look-back does.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
 // were handed out earlier, to blocks already running, so the waits always end.
@@ -156,55 +154,38 @@ __device__ partial<T> wait_and_load(const published<T>& slot, unsigned index) {
   return {load_published(&slot.values[index]), true};
 }
 
-// What precedes a tile: the combination of the tiles before it in its group, and of
-// everything before it (`start`, e.g. an exclusive scan's init, then all earlier tiles).
-template <class T>
-struct tile_prefix {
-  partial<T> in_group;
-  partial<T> total;
-};
-
-// Called by one whole warp of the block that owns `tile`. Needs nothing of the tile
-// itself, so it can run while the tile is still being loaded.
+// Called by one whole warp of the block that owns `tile`, once its `aggregate` is known.
+// Returns the combination of `start` (what precedes tile 0, e.g. an exclusive scan's
+// init) and every tile before `tile`.
 template <class T, class Op>
-__device__ tile_prefix<T> lookback_prefix(const lookback_state<T>& state, unsigned tile,
-                                          const partial<T>& start, Op op) {
+__device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned tile,
+                                      const T& aggregate, const partial<T>& start, Op op) {
+  if (lane_id() == 0) publish(state.tile_aggregates, tile, aggregate);
   const unsigned group = tile / lookback_group;
-  const partial<T> in_group =
-      ordered_combination(state.tile_aggregates, group * lookback_group, tile, op);
-  const partial<T> group_prefix = group == 0 ? start : wait_and_load(state.group_prefixes, group);
-  return {in_group, then(group_prefix, in_group, op)};
-}
+  const unsigned first_tile = group * lookback_group;
+  const partial<T> in_group = ordered_combination(state.tile_aggregates, first_tile, tile, op);
 
-// Called by one thread as soon as the tile's aggregate is known: successors wait on it.
-template <class T>
-__device__ void publish_aggregate(const lookback_state<T>& state, unsigned tile,
-                                  const T& aggregate) {
-  publish(state.tile_aggregates, tile, aggregate);
-}
-
-// Called by one whole warp of the last tile of each group, after lookback_prefix: publishes
-// the group's aggregate and the next group's prefix (and the next supergroup's).
-template <class T, class Op>
-__device__ void finish_group(const lookback_state<T>& state, unsigned tile,
-                             const tile_prefix<T>& prefix, const T& aggregate,
-                             const partial<T>& start, Op op) {
-  const unsigned group = tile / lookback_group;
-  if (tile != group * lookback_group + lookback_group - 1) return;
-  const T group_aggregate = after(prefix.in_group, aggregate, op);
-  if (lane_id() == 0) publish(state.group_aggregates, group, group_aggregate);
-  const unsigned super = group / lookback_group;
-  const unsigned first_group = super * lookback_group;
-  const partial<T> super_prefix = super == 0 ? start : wait_and_load(state.super_prefixes, super);
-  const partial<T> groups_before =
-      ordered_combination(state.group_aggregates, first_group, group, op);
-  const T next_prefix = after(then(super_prefix, groups_before, op), group_aggregate, op);
-  if (lane_id() == 0) {
-    publish(state.group_prefixes, group + 1, next_prefix);
-    if (group == first_group + lookback_group - 1) {
-      publish(state.super_prefixes, super + 1, next_prefix);
+  if (tile == first_tile + lookback_group - 1) {
+    // Last tile of its group: publish the group's aggregate, then the next group's prefix.
+    const T group_aggregate = after(in_group, aggregate, op);
+    if (lane_id() == 0) publish(state.group_aggregates, group, group_aggregate);
+    const unsigned super = group / lookback_group;
+    const unsigned first_group = super * lookback_group;
+    const partial<T> super_prefix = super == 0 ? start : wait_and_load(state.super_prefixes, super);
+    const partial<T> groups_before =
+        ordered_combination(state.group_aggregates, first_group, group, op);
+    const partial<T> next_prefix{after(then(super_prefix, groups_before, op), group_aggregate, op),
+                                 true};
+    if (lane_id() == 0) {
+      publish(state.group_prefixes, group + 1, next_prefix.value);
+      if (group == first_group + lookback_group - 1) {
+        publish(state.super_prefixes, super + 1, next_prefix.value);
+      }
     }
   }
+
+  const partial<T> group_prefix = group == 0 ? start : wait_and_load(state.group_prefixes, group);
+  return then(group_prefix, in_group, op);
 }
 
 }  // namespace ppat::detail
