@@ -174,12 +174,11 @@ __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned t
     const partial<T> super_prefix = super == 0 ? start : wait_and_load(state.super_prefixes, super);
     const partial<T> groups_before =
         ordered_combination(state.group_aggregates, first_group, group, op);
-    const partial<T> next_prefix{after(then(super_prefix, groups_before, op), group_aggregate, op),
-                                 true};
+    const T next_prefix = after(then(super_prefix, groups_before, op), group_aggregate, op);
     if (lane_id() == 0) {
-      publish(state.group_prefixes, group + 1, next_prefix.value);
+      publish(state.group_prefixes, group + 1, next_prefix);
       if (group == first_group + lookback_group - 1) {
-        publish(state.super_prefixes, super + 1, next_prefix.value);
+        publish(state.super_prefixes, super + 1, next_prefix);
       }
     }
   }
