@@ -79,7 +79,7 @@ void single_pass_scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStr
   require_same_or_disjoint(in, out, n, function);
   if (n == 0) return;
   // 16-byte accesses need both buffers 16-byte aligned; anything else takes T-sized ones.
-  constexpr bool vectorizable = items_per_vector < T >> 1;
+  constexpr bool vectorizable = items_per_vector<T> != 1;
   if (vectorizable && aligned_to(in, 16) && aligned_to(out, 16)) {
     launch_single_pass_scan<scan_tile_shape<T, true>, Exclusive>(in, out, n, init, op, stream,
                                                                  function);
