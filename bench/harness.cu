@@ -82,11 +82,25 @@ void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t
 }
 template void fill_uniform(std::uint8_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::uint16_t*, std::size_t, double, double, std::uint64_t);
+template void fill_uniform(std::int16_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::int32_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::uint32_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::int64_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(float*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(double*, std::size_t, double, double, std::uint64_t);
+
+__global__ void fill_runs_kernel(std::int32_t* keys, std::size_t n, std::size_t run_length,
+                                 std::uint64_t seed) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    keys[i] = std::int32_t(splitmix64(seed ^ (i / run_length)));
+}
+
+void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::uint64_t seed) {
+  fill_runs_kernel<<<1024, 256>>>(keys, n, run_length, seed);
+  check(cudaGetLastError(), "fill_runs_kernel");
+  check(cudaDeviceSynchronize(), "fill_runs_kernel");
+}
 
 std::size_t count_differences(const void* a, const void* b, std::size_t bytes) {
   device_array<unsigned long long> differences(1);

@@ -69,6 +69,9 @@ class device_array {
 template <class T>
 void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t seed);
 
+// Keys in runs of `run_length` equal values, each run's key drawn from (seed, run index).
+void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::uint64_t seed);
+
 // Number of positions where the two arrays differ bitwise.
 std::size_t count_differences(const void* a, const void* b, std::size_t bytes);
 
@@ -138,6 +141,7 @@ class session {
 
 // Each pattern's cases.
 void bench_scan(session& s);
+void bench_reduce(session& s);
 void bench_histogram(session& s);
 void bench_transpose(session& s);
 void bench_overhead(session& s);

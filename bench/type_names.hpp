@@ -15,6 +15,8 @@ std::string type_name() {
     return "u8";
   else if constexpr (std::is_same_v<T, std::uint16_t>)
     return "u16";
+  else if constexpr (std::is_same_v<T, std::int16_t>)
+    return "i16";
   else if constexpr (std::is_same_v<T, std::int32_t>)
     return "i32";
   else if constexpr (std::is_same_v<T, std::uint32_t>)

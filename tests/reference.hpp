@@ -28,6 +28,36 @@ std::vector<T> exclusive_scan(const std::vector<T>& in, T init, Op op) {
   return out;
 }
 
+// A segment is a maximal run of equal consecutive keys; each is scanned on its own.
+template <class K, class T, class Op>
+std::vector<T> inclusive_scan_by_key(const std::vector<K>& keys, const std::vector<T>& in, Op op) {
+  std::vector<T> out(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const bool starts = i == 0 || !(keys[i] == keys[i - 1]);
+    out[i] = starts ? in[i] : op(out[i - 1], in[i]);
+  }
+  return out;
+}
+
+template <class K, class T, class Op>
+std::vector<T> exclusive_scan_by_key(const std::vector<K>& keys, const std::vector<T>& in, T init,
+                                     Op op) {
+  std::vector<T> out(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const bool starts = i == 0 || !(keys[i] == keys[i - 1]);
+    out[i] = starts ? init : op(out[i - 1], in[i - 1]);
+  }
+  return out;
+}
+
+template <class T, class Op>
+T reduce(const std::vector<T>& in, T init, Op op) {
+  T result = init;
+  for (const T& x : in)
+    result = op(result, x);
+  return result;
+}
+
 // histogram_even's rule: bin = ((s - lower) * num_bins) / (upper - lower) for lower <= s <
 // upper, computed exactly (128-bit integers) for integer samples and levels and in double
 // (clamped to the last bin) otherwise; -1 for a sample that is not counted.

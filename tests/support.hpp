@@ -75,6 +75,38 @@ std::vector<T> random_integers(std::size_t n, long long low, long long high) {
   return values;
 }
 
+// Multiples of 1/8 (floats) or 1/1024 (doubles) of modest size: every partial sum any
+// combination order can form is exact, so the result is exact too and any wrong or missing
+// term shows.
+template <class T>
+std::vector<T> exact_fractions(std::size_t n, long long range, double unit) {
+  const auto ints = random_integers<long long>(n, -range, range);
+  std::vector<T> values(n);
+  for (std::size_t i = 0; i < n; ++i)
+    values[i] = T(double(ints[i]) * unit);
+  return values;
+}
+
+// Composition of affine maps x -> a*x + b over 32-bit wraparound integers, with a count:
+// associative, not commutative, 12 bytes, and exact, so any misordering shows.
+struct affine {
+  std::uint32_t a, b, count;
+};
+struct then {  // then(f, g) = g after f
+  __host__ __device__ affine operator()(const affine& f, const affine& g) const {
+    return {g.a * f.a, g.a * f.b + g.b, f.count + g.count};
+  }
+};
+
+inline std::vector<affine> random_affine_maps(std::size_t n) {
+  const auto a = random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+  const auto b = random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+  std::vector<affine> maps(n);
+  for (std::size_t i = 0; i < n; ++i)
+    maps[i] = {a[i] | 1u, b[i], 1u};
+  return maps;
+}
+
 // Bytes that a kernel must overwrite: all-ones is NaN for floats and -1 for integers.
 constexpr unsigned char poison_byte = 0xFF;
 

@@ -17,16 +17,9 @@ namespace {
 
 using ppat_test::device_buffer;
 
-// Composition of affine maps x -> a*x + b over 32-bit wraparound integers, with a count:
-// associative, not commutative, 12 bytes, and exact, so any misordering shows.
-struct affine {
-  std::uint32_t a, b, count;
-};
-struct then {  // then(f, g) = g after f
-  __host__ __device__ affine operator()(const affine& f, const affine& g) const {
-    return {g.a * f.a, g.a * f.b + g.b, f.count + g.count};
-  }
-};
+using ppat_test::affine;
+using ppat_test::exact_fractions;
+using then = ppat_test::then;
 
 enum class rung { single_pass, hillis_steele, blelloch };
 enum class kind { inclusive, exclusive };
@@ -54,7 +47,15 @@ void run_scan(rung r, kind k, const T* in, T* out, std::size_t n, T init, Op op,
 }
 
 const char* name(rung r) {
-  return r == rung::hillis_steele ? "hillis_steele" : "blelloch";
+  switch (r) {
+    case rung::single_pass:
+      return "single_pass";
+    case rung::hillis_steele:
+      return "hillis_steele";
+    case rung::blelloch:
+      return "blelloch";
+  }
+  return "?";
 }
 const char* name(kind k) {
   return k == kind::inclusive ? "inclusive" : "exclusive";
@@ -88,8 +89,8 @@ constexpr rung rungs[] = {rung::single_pass, rung::hillis_steele, rung::blelloch
 constexpr kind kinds[] = {kind::inclusive, kind::exclusive};
 
 // Tile boundaries of the textbook rungs (1024 items, at the first and second level of tile
-// totals) and of the single-pass scan (4096 i32 items, look-back groups of 256 tiles),
-// primes, and sizes just around them.
+// totals) and of the single-pass scan (8192 i32 items, look-back groups of 32 tiles and
+// supergroups of 1024), primes, and sizes just around them.
 const std::size_t boundary_sizes[] = {1,
                                       2,
                                       31,
@@ -112,7 +113,16 @@ const std::size_t boundary_sizes[] = {1,
                                       1048579,
                                       2097152,
                                       2097153,
-                                      3 * 1048576 + 17};
+                                      3 * 1048576 + 17,
+                                      8191,
+                                      8192,
+                                      8193,
+                                      262143,
+                                      262145,
+                                      8388607,
+                                      8388608,
+                                      8388609,
+                                      2 * 8388608 + 8193};
 const std::size_t type_sizes[] = {1, 33, 1024, 1025, 65521, 1048579};
 
 TEST(textbook_scan, i32_plus_at_every_boundary) {
@@ -165,18 +175,6 @@ TEST(textbook_scan, i64_plus) {
         check_scan<std::int64_t>(r, k, in, -3, ppat::plus{});
     }
   }
-}
-
-// Multiples of 1/8 (floats) and 1/1024 (doubles) of modest size: every partial sum any
-// combination order can form is exact, so the result is exact too and any wrong or
-// missing term shows.
-template <class T>
-std::vector<T> exact_fractions(std::size_t n, long long range, double unit) {
-  const auto ints = ppat_test::random_integers<long long>(n, -range, range);
-  std::vector<T> values(n);
-  for (std::size_t i = 0; i < n; ++i)
-    values[i] = T(double(ints[i]) * unit);
-  return values;
 }
 
 TEST(textbook_scan, f32_and_f64_plus_exactly) {
@@ -305,6 +303,25 @@ TEST(textbook_scan, huge_i32_above_2_pow_28) {
   check_scan(rung::single_pass, kind::exclusive, in, 9, ppat::plus{}, /*in_place=*/true);
   check_scan(rung::hillis_steele, kind::inclusive, in, 0, ppat::plus{});
   check_scan(rung::blelloch, kind::exclusive, in, 9, ppat::plus{}, /*in_place=*/true);
+}
+
+// More than 2^32 items: 64-bit indexing everywhere, in place to fit 4 GiB once.
+TEST(single_pass_scan, huge_u8_above_2_pow_32) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 32) + 4099;
+  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  const auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+  device_buffer<std::uint8_t> data(in, /*guard=*/256);
+  ppat::inclusive_scan(data.data(), data.data(), n);
+  ppat_test::expect_no_cuda_error();
+  auto expected = ppat_reference::inclusive_scan(in, ppat::plus{});
+  EXPECT_EQ(ppat_test::first_mismatch(data.download(), expected), -1) << "inclusive";
+  ppat::exclusive_scan(data.data(), data.data(), n, std::uint8_t{7});
+  ppat_test::expect_no_cuda_error();
+  expected = ppat_reference::exclusive_scan(expected, std::uint8_t{7}, ppat::plus{});
+  EXPECT_EQ(ppat_test::first_mismatch(data.download(), expected), -1) << "exclusive";
+  EXPECT_TRUE(data.guards_intact());
 }
 
 TEST(textbook_scan, runs_on_a_non_default_stream) {

@@ -7,5 +7,6 @@
 #include "core/error.cuh"
 #include "core/memory.cuh"
 #include "core/operators.cuh"
+#include "reduce.cuh"
 #include "scan.cuh"
 #include "textbook.cuh"

@@ -2,13 +2,20 @@
 //
 //   ppat::inclusive_scan(in, out, n, op, stream)        out[i] = in[0] op ... op in[i]
 //   ppat::exclusive_scan(in, out, n, init, op, stream)  out[i] = init op in[0] op ... op in[i-1]
+//   ppat::inclusive_scan_by_key(keys, in, out, n, op, stream)
+//   ppat::exclusive_scan_by_key(keys, in, out, n, init, op, stream)
+//       the same within each segment, a maximal run of equal consecutive keys
 //
 // Any associative `op`, commutative or not; any trivially copyable T; in == out allowed.
-// Each block scans one tile of 256 threads x 64 bytes, read and written with 16-byte
+// Each block scans one tile of 256 threads x 64 bytes of T, read and written with 16-byte
 // accesses that are coalesced across the warp, and learns the tile's prefix from the tiles
 // before it through the deterministic decoupled look-back of core/lookback.cuh. Every
 // combination happens in an order fixed by n alone, so floating-point results are the same
 // bits on every run on the same GPU.
+//
+// A scan by key is a plain scan of (value, segment starts here) pairs under an operator
+// that restarts at segment starts; an exclusive one scans each item's predecessor in its
+// segment, with `init` at each segment's start.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,166 +39,333 @@ namespace ppat {
 namespace detail {
 
 template <bool Exclusive, class T, class Op>
-void single_pass_scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
-                      const char* function);
+void scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+          const char* function);
+template <bool Exclusive, class K, class T, class Op>
+void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op op,
+                 cudaStream_t stream, const char* function);
 
 }  // namespace detail
 
 template <class T, class Op = plus>
 void inclusive_scan(const T* in, T* out, std::size_t n, Op op = {}, cudaStream_t stream = 0) {
-  detail::single_pass_scan<false>(in, out, n, T{}, op, stream, "ppat::inclusive_scan");
+  detail::scan<false>(in, out, n, T{}, op, stream, "ppat::inclusive_scan");
 }
 
 template <class T, class Op = plus>
 void exclusive_scan(const T* in, T* out, std::size_t n, T init = T{}, Op op = {},
                     cudaStream_t stream = 0) {
-  detail::single_pass_scan<true>(in, out, n, init, op, stream, "ppat::exclusive_scan");
+  detail::scan<true>(in, out, n, init, op, stream, "ppat::exclusive_scan");
+}
+
+template <class K, class T, class Op = plus>
+void inclusive_scan_by_key(const K* keys, const T* in, T* out, std::size_t n, Op op = {},
+                           cudaStream_t stream = 0) {
+  detail::scan_by_key<false>(keys, in, out, n, T{}, op, stream, "ppat::inclusive_scan_by_key");
+}
+
+template <class K, class T, class Op = plus>
+void exclusive_scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init = T{},
+                           Op op = {}, cudaStream_t stream = 0) {
+  detail::scan_by_key<true>(keys, in, out, n, init, op, stream, "ppat::exclusive_scan_by_key");
 }
 
 namespace detail {
 
-// A tile: 8 warps; each warp owns `rows` x 32 x `vec` consecutive items, row r of lane l
-// being the `vec` items at r * 32 * vec + l * vec. With 16-byte vectors every row is one
-// fully coalesced 512-byte access per warp.
-template <class T, bool Vectorized>
+// What the single-pass kernel scans. A source gives the items to combine (`item`, combined
+// by `op`), from `vec` consecutive positions at a time, and writes each position's result
+// from the combination of everything before it and everything through it.
+template <bool Exclusive, class T, class Op, int Vec>
+struct plain_source {
+  using item = T;
+  using combiner = Op;
+  using result_type = T;
+  static constexpr int vec = Vec;
+  const T* in;
+  T* out;
+  Op op;
+
+  __device__ void stage(std::size_t first, T* to) const { stage_items<Vec>(in + first, to); }
+  __device__ T load_one(std::size_t i) const { return in[i]; }
+  // An exclusive scan always has a prefix: `start` at the very least.
+  __device__ static T result(const partial<T>& before, const T& through) {
+    return Exclusive ? before.value : through;
+  }
+  __device__ void store(std::size_t first, const T (&results)[Vec]) const {
+    store_items(out + first, results);
+  }
+  __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
+};
+
+// A value, and how many segments start within the items it combines (modulo 2^32: only
+// differences and "none" matter).
+template <class T>
+struct segmented {
+  T value;
+  unsigned starts;
+};
+
+// Combines within segments: a right operand in which a segment starts discards the left.
+template <class Op>
+struct segmented_op {
+  Op op;
+  template <class T>
+  __device__ segmented<T> operator()(const segmented<T>& a, const segmented<T>& b) const {
+    return {b.starts != 0 ? b.value : op(a.value, b.value), a.starts + b.starts};
+  }
+};
+
+// Item i is (in[i], 1) when a segment starts at i (i == 0, or its key differs from the one
+// before), else (in[i], 0). The inclusive result is the combination through i; the
+// exclusive one is init, followed by the combination before i unless i starts a segment.
+// Each item reads only its own value, so the scan works in place.
+template <bool Exclusive, class K, class T, class Op, int Vec>
+struct by_key_source {
+  using item = segmented<T>;
+  using combiner = segmented_op<Op>;
+  using result_type = T;
+  static constexpr int vec = Vec;
+  const K* keys;
+  const T* in;
+  T* out;
+  T init;
+  combiner op;
+
+  __device__ void stage(std::size_t first, item* to) const {
+    item items[Vec];
+    K k[Vec];
+    T v[Vec];
+    load_items(keys + first, k);
+    load_items(in + first, v);
+    K previous = first > 0 ? keys[first - 1] : K{};
+#pragma unroll
+    for (int j = 0; j < Vec; ++j) {
+      items[j] = {v[j], (first == 0 && j == 0) || !(k[j] == previous) ? 1u : 0u};
+      previous = k[j];
+    }
+    store_items(to, items);
+  }
+  __device__ item load_one(std::size_t i) const {
+    return {in[i], i == 0 || !(keys[i] == keys[i - 1]) ? 1u : 0u};
+  }
+  __device__ T result(const partial<item>& before, const item& through) const {
+    if constexpr (Exclusive) {
+      const unsigned starts_before = before.valid ? before.value.starts : 0u;
+      const bool starts_here = through.starts != starts_before;
+      return starts_here ? init : op.op(init, before.value.value);
+    } else {
+      return through.value;
+    }
+  }
+  __device__ void store(std::size_t first, const T (&results)[Vec]) const {
+    store_items(out + first, results);
+  }
+  __device__ void store_one(std::size_t i, const T& result) const {
+    out[i] = result;
+  }
+};
+
+// A tile: `threads` / 32 warps; each warp owns `rows` x 32 x `vec` consecutive items, row r
+// of lane l being the `vec` items at r * 32 * vec + l * vec. With 16-byte vectors every row
+// is one fully coalesced 512-byte access per warp.
+template <int Threads, int Vec, int Rows, int MinBlocksPerSM>
 struct scan_tile_shape {
-  static constexpr int threads = 256;
+  static constexpr int threads = Threads;
   static constexpr int warps = threads / 32;
-  static constexpr int vec = Vectorized ? items_per_vector<T> : 1;
-  static constexpr int rows =
-      Vectorized ? 4 : std::clamp(int(64 / sizeof(T)), 1, 16);  // about 64 bytes a thread
+  static constexpr int vec = Vec;
+  static constexpr int rows = Rows;
+  static constexpr int min_blocks_per_sm = MinBlocksPerSM;
   static constexpr int warp_items = 32 * vec * rows;
   static constexpr int tile_items = warps * warp_items;
 };
 
-template <class Shape, bool Exclusive, class T, class Op>
-void launch_single_pass_scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+// The H200's shape for `Item`s read `vec` at a time: up to 32 KB of staging a tile, so that
+// six tiles fit an SM's shared memory (measured at 2^28 i32: 24, 32 and 40 items a thread
+// at 4 to 8 tiles an SM span 57-67% of copy; 32 items at 6 tiles is best). Items read one
+// at a time scan across the warp one by one, so they get fewer rows; larger items need more
+// registers, so fewer tiles share an SM.
+template <class Item, int Vec>
+using scan_tuning =
+    scan_tile_shape<256, Vec,
+                    std::clamp(int(32768 / (256 * sizeof(Item) * Vec)), 1, Vec == 1 ? 8 : 16),
+                    sizeof(Item) <= 4   ? (Vec != 1 ? 6 : 4)
+                    : sizeof(Item) <= 8 ? 4
+                                        : 2>;
+
+template <class Shape, class Source>
+void launch_single_pass_scan(const Source& source, std::size_t n,
+                             partial<typename Source::item> start, cudaStream_t stream,
                              const char* function);
-template <class Shape, bool Exclusive, class T, class Op>
-__global__ void single_pass_scan_kernel(const T* in, T* out, std::size_t n, lookback_state<T> state,
-                                        T init, Op op);
+template <class Shape, class Source>
+__global__ void single_pass_scan_kernel(Source source, std::size_t n,
+                                        lookback_state<typename Source::item> state,
+                                        partial<typename Source::item> start);
 
 template <bool Exclusive, class T, class Op>
-void single_pass_scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
-                      const char* function) {
+void scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+          const char* function) {
   require_buffer(in, n, function, "in");
   require_buffer(out, n, function, "out");
   require_same_or_disjoint(in, out, n, function);
   if (n == 0) return;
   // 16-byte accesses need both buffers 16-byte aligned; anything else takes T-sized ones.
-  constexpr bool vectorizable = items_per_vector<T> != 1;
-  if (vectorizable && aligned_to(in, 16) && aligned_to(out, 16)) {
-    launch_single_pass_scan<scan_tile_shape<T, true>, Exclusive>(in, out, n, init, op, stream,
-                                                                 function);
+  constexpr int vec = items_per_vector<T>;
+  const partial<T> start{init, Exclusive};
+  if (vec != 1 && aligned_to(in, 16) && aligned_to(out, 16)) {
+    launch_single_pass_scan<scan_tuning<T, vec>>(plain_source<Exclusive, T, Op, vec>{in, out, op},
+                                                 n, start, stream, function);
   } else {
-    launch_single_pass_scan<scan_tile_shape<T, false>, Exclusive>(in, out, n, init, op, stream,
-                                                                  function);
+    launch_single_pass_scan<scan_tuning<T, 1>>(plain_source<Exclusive, T, Op, 1>{in, out, op}, n,
+                                               start, stream, function);
   }
 }
 
-template <class Shape, bool Exclusive, class T, class Op>
-void launch_single_pass_scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+template <bool Exclusive, class K, class T, class Op>
+void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op op,
+                 cudaStream_t stream, const char* function) {
+  require_buffer(keys, n, function, "keys");
+  require_buffer(in, n, function, "in");
+  require_buffer(out, n, function, "out");
+  require_same_or_disjoint(in, out, n, function);
+  require_disjoint(keys, n, out, n, function, "keys", "out");
+  if (n == 0) return;
+  constexpr int vec = items_per_vector<T>;
+  const bool keys_vectorizable = sizeof(K) * vec != 16 || aligned_to(keys, 16);
+  const partial<segmented<T>> start{{init, 0u}, false};
+  const segmented_op<Op> combiner{op};
+  if (vec != 1 && aligned_to(in, 16) && aligned_to(out, 16) && keys_vectorizable) {
+    launch_single_pass_scan<scan_tuning<segmented<T>, vec>>(
+        by_key_source<Exclusive, K, T, Op, vec>{keys, in, out, init, combiner}, n, start, stream,
+        function);
+  } else {
+    launch_single_pass_scan<scan_tuning<segmented<T>, 1>>(
+        by_key_source<Exclusive, K, T, Op, 1>{keys, in, out, init, combiner}, n, start, stream,
+        function);
+  }
+}
+
+template <class Shape, class Source>
+void launch_single_pass_scan(const Source& source, std::size_t n,
+                             partial<typename Source::item> start, cudaStream_t stream,
                              const char* function) {
+  using item = typename Source::item;
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
   require(tiles <= std::size_t(std::numeric_limits<int>::max()), function, "n",
           "needs more tiles than one grid can launch");
-  const lookback_layout layout = plan_lookback<T>(tiles);
+  const lookback_layout layout = plan_lookback<item>(tiles);
   temporary_buffer<unsigned char> memory(layout.total_bytes, stream, function);
   check_cuda(cudaMemsetAsync(memory.data(), 0, layout.control_bytes, stream), function,
              "cudaMemsetAsync");
-  single_pass_scan_kernel<Shape, Exclusive><<<unsigned(tiles), Shape::threads, 0, stream>>>(
-      in, out, n, lookback_view<T>(memory.data(), layout), init, op);
+  constexpr std::size_t staging_bytes = Shape::tile_items * sizeof(item);
+  // With the kernel's few static bytes, within the 48 KB a launch gets without opting in.
+  static_assert(staging_bytes <= 47 * 1024, "a tile's staging must fit the default shared memory");
+  single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, staging_bytes, stream>>>(
+      source, n, lookback_view<item>(memory.data(), layout), start);
   check_launch(function, "single_pass_scan_kernel");
   memory.release();
 }
 
-template <class Shape, bool Exclusive, class T, class Op>
-__global__ void __launch_bounds__(Shape::threads)
-    single_pass_scan_kernel(const T* in, T* out, std::size_t n, lookback_state<T> state, T init,
-                            Op op) {
+template <class Shape, class Source>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    single_pass_scan_kernel(Source source, std::size_t n,
+                            lookback_state<typename Source::item> state,
+                            partial<typename Source::item> start) {
+  using item = typename Source::item;
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
+  const typename Source::combiner op = source.op;
+  extern __shared__ uint4 staging[];  // (TILE_ITEMS) items, this thread's at row_items(r)
   __shared__ unsigned tile_slot;
-  __shared__ uninitialized_array<partial<T>, Shape::warps> warp_prefixes;
+  __shared__ uninitialized_array<partial<item>, Shape::warps> warp_prefixes;
   if (threadIdx.x == 0) tile_slot = atomicAdd(state.tile_counter, 1u);
   __syncthreads();
   const unsigned tile = tile_slot;
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
   const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;
-  const std::size_t warp_first = tile_first + std::size_t(warp) * Shape::warp_items;
+  const int lane_offset = warp * Shape::warp_items + lane * vec;
   const bool full_tile = tile_first + Shape::tile_items <= n;
-  const auto row_first = [&](int r) { return warp_first + std::size_t(r) * 32 * vec + lane * vec; };
+  const auto row_first = [&](int r) { return tile_first + lane_offset + r * 32 * vec; };
+  const auto row_items = [&](int r) {
+    return reinterpret_cast<item*>(staging) + lane_offset + r * 32 * vec;
+  };
 
-  // Load. The partial last tile pads with copies of its last item, whose results are
-  // never stored (and no later tile needs its aggregate).
-  T items[rows][vec];
+  // Stage the tile in shared memory, where it waits out the look-back without holding
+  // registers: the bytes a block keeps in flight are what bound the bandwidth. The
+  // partial last tile pads with copies of its last item, whose results are never stored
+  // (and no later tile needs its aggregate).
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
     if (full_tile) {
-      load_items(in + row_first(r), items[r]);
+      source.stage(row_first(r), row_items(r));
     } else {
+      item padded[vec];
 #pragma unroll
       for (int j = 0; j < vec; ++j)
-        items[r][j] = in[min(row_first(r) + j, n - 1)];
+        padded[j] = source.load_one(min(row_first(r) + j, n - 1));
+      store_items(row_items(r), padded);
     }
   }
+  wait_for_staging();
 
-  // Scan each vector in registers, then each row across the warp.
-  T lane_inclusive[rows];
-  T row_total[rows];
-#pragma unroll
-  for (int r = 0; r < rows; ++r) {
+  // Scan each vector, then each row across the warp; only each lane's row results stay in
+  // registers.
+  const auto scan_vector = [&](int r, item(&items)[vec]) {
+    load_items(row_items(r), items);
 #pragma unroll
     for (int j = 1; j < vec; ++j)
-      items[r][j] = op(items[r][j - 1], items[r][j]);
-    lane_inclusive[r] = warp_inclusive_scan(items[r][vec - 1], op);
-    row_total[r] = shuffle_from(lane_inclusive[r], 31);
-  }
-  T warp_total = row_total[0];
+      items[j] = op(items[j - 1], items[j]);
+  };
+  item lane_inclusive[rows];
+  item warp_total;
 #pragma unroll
-  for (int r = 1; r < rows; ++r)
-    warp_total = op(warp_total, row_total[r]);
-  if (lane == 0) warp_prefixes[warp] = partial<T>{warp_total, true};
+  for (int r = 0; r < rows; ++r) {
+    item items[vec];
+    scan_vector(r, items);
+    lane_inclusive[r] = warp_inclusive_scan(items[vec - 1], op);
+    const item row_total = shuffle_from(lane_inclusive[r], 31);
+    warp_total = r == 0 ? row_total : op(warp_total, row_total);
+  }
+  if (lane == 0) warp_prefixes[warp] = partial<item>{warp_total, true};
   __syncthreads();
 
   // Warp 0: the warps' prefixes within the tile, then the tile's prefix from the look-back.
   if (warp == 0) {
-    const T warp_value = lane < Shape::warps ? warp_prefixes[lane].value : warp_total;
-    const T through_warp = warp_inclusive_scan(warp_value, op);
-    const T tile_total = shuffle_from(through_warp, Shape::warps - 1);
-    const partial<T> before_warp{shuffle_up(through_warp, 1), lane > 0};
-    const partial<T> start{init, Exclusive};
-    const partial<T> tile_prefix = lookback_prefix(state, tile, tile_total, start, op);
+    const item warp_value = lane < Shape::warps ? warp_prefixes[lane].value : warp_total;
+    const item through_warp = warp_inclusive_scan(warp_value, op);
+    const item tile_total = shuffle_from(through_warp, Shape::warps - 1);
+    const partial<item> before_warp{shuffle_up(through_warp, 1), lane > 0};
+    const partial<item> tile_prefix = lookback_prefix(state, tile, tile_total, start, op);
     if (lane < Shape::warps) warp_prefixes[lane] = then(tile_prefix, before_warp, op);
   }
   __syncthreads();
 
   // Combine every item with everything before it, and store.
-  partial<T> before_row = warp_prefixes[warp];
+  partial<item> before_row = warp_prefixes[warp];
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
-    const partial<T> before_lane =
-        then(before_row, partial<T>{shuffle_up(lane_inclusive[r], 1), lane > 0}, op);
-    T results[vec];
+    item items[vec];
+    scan_vector(r, items);
+    const partial<item> before_vector =
+        then(before_row, partial<item>{shuffle_up(lane_inclusive[r], 1), lane > 0}, op);
+    partial<item> before = before_vector;
+    typename Source::result_type results[vec];
 #pragma unroll
     for (int j = 0; j < vec; ++j) {
-      if constexpr (Exclusive) {
-        // An exclusive scan always has a prefix: `init` at the very least.
-        results[j] = j == 0 ? before_lane.value : op(before_lane.value, items[r][j - 1]);
-      } else {
-        results[j] = after(before_lane, items[r][j], op);
-      }
+      // items[j] already combines the vector's items up to j.
+      const partial<item> through{after(before_vector, items[j], op), true};
+      results[j] = source.result(before, through.value);
+      before = through;
     }
     if (full_tile) {
-      store_items(out + row_first(r), results);
+      source.store(row_first(r), results);
     } else {
 #pragma unroll
       for (int j = 0; j < vec; ++j) {
-        if (row_first(r) + j < n) out[row_first(r) + j] = results[j];
+        if (row_first(r) + j < n) source.store_one(row_first(r) + j, results[j]);
       }
     }
-    before_row = then(before_row, partial<T>{row_total[r], true}, op);
+    before_row = then(before_row, partial<item>{shuffle_from(lane_inclusive[r], 31), true}, op);
   }
 }
 

@@ -18,9 +18,17 @@ struct device_limits {
   int l2_bytes;
 };
 
+// The device `stream` runs on. A stream being captured cannot be asked, and work captured
+// from it launches on the current device, so that is the answer then.
 inline int device_of(cudaStream_t stream, const char* function) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), function, "cudaStreamIsCapturing");
   int device = 0;
-  check_cuda(cudaStreamGetDevice(stream, &device), function, "cudaStreamGetDevice");
+  if (capture == cudaStreamCaptureStatusActive) {
+    check_cuda(cudaGetDevice(&device), function, "cudaGetDevice");
+  } else {
+    check_cuda(cudaStreamGetDevice(stream, &device), function, "cudaStreamGetDevice");
+  }
   return device;
 }
 

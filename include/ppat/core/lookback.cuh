@@ -5,15 +5,19 @@
 // Classic look-back stops at the first predecessor that has published its inclusive
 // prefix, so a tile's prefix is associated differently from run to run, and floating-point
 // scans differ in their last bits. Here every combination has a fixed shape:
-//   - tiles form groups of 256, groups form supergroups of 256 groups (65536 tiles);
-//   - every tile publishes its aggregate as soon as it has it;
-//   - the last tile of a group publishes the group's aggregate (its group's tile aggregates,
-//     combined by one warp in a fixed order) and then the next group's exclusive prefix:
-//     the supergroup's prefix followed by the supergroup's group aggregates so far;
-//   - a tile's prefix is its group's prefix followed by the aggregates of the tiles before
-//     it in the group.
-// No value waits on a chain of earlier prefixes except the supergroup prefix, one hop per
-// 65536 tiles; everything else waits only on aggregates, as classic look-back does.
+//   - tiles form groups of 32, groups form supergroups of 32 (1024 tiles);
+//   - every tile publishes its aggregate as soon as it has it; the last tile of a group
+//     publishes the group's aggregate as soon as its group's tile aggregates are in;
+//   - a tile's prefix is its supergroup's prefix, then the aggregates of the groups and
+//     tiles before it within the supergroup and group, each level combined by one warp as
+//     a fixed tree; the last tile of a supergroup publishes the next supergroup's prefix.
+// Only supergroup prefixes chain, one hop per 1024 tiles; everything else waits only on
+// aggregates, as classic look-back does. A warp reads every level in one round trip to
+// L2, one slot per lane and level, so waiting tiles poll few lines and few words. (Groups
+// of 256 tiles read directly cost 8 reads a lane and ran slower; a third level, which
+// moves the chain to one hop per 32768 tiles, added registers and ran no faster.) Values
+// of 4 bytes or less travel in one 64-bit word with their ready flag; larger ones sit
+// beside their flags and take a second round trip.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
 // were handed out earlier, to blocks already running, so the waits always end.
@@ -22,7 +26,9 @@
 #include <cuda/atomic>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "launch.cuh"
 #include "partial.cuh"
@@ -30,78 +36,104 @@
 
 namespace ppat::detail {
 
-constexpr unsigned lookback_group = 256;  // tiles per group, and groups per supergroup
+constexpr unsigned lookback_fan_in = 32;  // units of one level per unit of the next: a warp
+constexpr int lookback_levels = 2;        // tiles, groups
 
-// One published value per slot: ready flags (zeroed before each launch) and the values.
 template <class T>
-struct published {
+constexpr bool packs_with_flag = sizeof(T) <= 4;
+
+// Published values, one per slot. Zeroed control memory means "not yet published".
+template <class T, bool Packed = packs_with_flag<T>>
+struct published;
+
+// The value's bits in the high half of a word whose low half is the ready flag.
+template <class T>
+struct published<T, true> {
+  static constexpr std::size_t control_bytes = sizeof(std::uint64_t);
+  static constexpr std::size_t value_bytes = 0;
+  std::uint64_t* words;
+};
+
+// A ready flag (control memory) and the value beside it (value memory).
+template <class T>
+struct published<T, false> {
+  static constexpr std::size_t control_bytes = sizeof(unsigned);
+  static constexpr std::size_t value_bytes = sizeof(T);
   unsigned* ready;
   T* values;
 };
 
 template <class T>
 struct lookback_state {
-  unsigned* tile_counter;         // next tile id to hand out
-  published<T> tile_aggregates;   // per tile
-  published<T> group_aggregates;  // per group
-  published<T> group_prefixes;    // per group, from group 1 on
-  published<T> super_prefixes;    // per supergroup, from supergroup 1 on
+  unsigned* tile_counter;                    // next tile id to hand out
+  published<T> aggregates[lookback_levels];  // per tile, group
+  published<T> super_prefixes;               // per supergroup, from supergroup 1 on
 };
 
-// The temporary memory of a look-back over `tiles` tiles: control words that must be
+// The temporary memory of a look-back over `tiles` tiles: control memory that must be
 // zeroed before each launch, then values that need no initialization.
 struct lookback_layout {
-  std::size_t slots[4];  // tile aggregates, group aggregates, group and supergroup prefixes
+  std::size_t slots[lookback_levels + 1];  // aggregates per level, supergroup prefixes
   std::size_t control_bytes;
   std::size_t values_offset;
   std::size_t total_bytes;
 };
 
+// The tile counter takes the first 16 bytes, so that packed words stay aligned.
+constexpr std::size_t lookback_counter_bytes = 16;
+
 template <class T>
 lookback_layout plan_lookback(std::size_t tiles) {
   constexpr std::size_t value_alignment = alignof(T) > 16 ? alignof(T) : 16;
-  const std::size_t groups = ceil_div(tiles, lookback_group);
-  const std::size_t supers = ceil_div(groups, lookback_group);
-  lookback_layout layout{{tiles, groups, groups + 1, supers + 1}, 0, 0, 0};
-  const std::size_t slots = tiles + groups + (groups + 1) + (supers + 1);
-  layout.control_bytes = (1 + slots) * sizeof(unsigned);
+  lookback_layout layout{};
+  std::size_t slots = 0;
+  std::size_t units = tiles;
+  for (int level = 0; level <= lookback_levels; ++level) {
+    layout.slots[level] = level < lookback_levels ? units : units + 1;
+    slots += layout.slots[level];
+    units = ceil_div(units, lookback_fan_in);
+  }
+  layout.control_bytes = lookback_counter_bytes + slots * published<T>::control_bytes;
   layout.values_offset = ceil_div(layout.control_bytes, value_alignment) * value_alignment;
-  layout.total_bytes = layout.values_offset + slots * sizeof(T);
+  layout.total_bytes = layout.values_offset + slots * published<T>::value_bytes;
   return layout;
 }
 
 template <class T>
 lookback_state<T> lookback_view(void* memory, const lookback_layout& layout) {
-  unsigned* flags = static_cast<unsigned*>(memory) + 1;
+  unsigned char* control = static_cast<unsigned char*>(memory) + lookback_counter_bytes;
   T* values = reinterpret_cast<T*>(static_cast<unsigned char*>(memory) + layout.values_offset);
-  published<T> parts[4];
-  for (int p = 0; p < 4; ++p) {
-    parts[p] = {flags, values};
-    flags += layout.slots[p];
-    values += layout.slots[p];
-  }
-  return {static_cast<unsigned*>(memory), parts[0], parts[1], parts[2], parts[3]};
-}
-
-__device__ inline void publish(unsigned* flag) {
-  cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*flag).store(1, cuda::memory_order_release);
-}
-
-// Waits until flags[begin, end) are all set, polling them together (relaxed loads can be in
-// flight at once; one acquire fence then orders the value loads after them).
-__device__ inline void wait_for_all(unsigned* flags, unsigned begin, unsigned end) {
-  unsigned backoff = 32;
-  for (;;) {
-    bool ready = true;
-    for (unsigned t = begin; t < end; ++t) {
-      ready &= cuda::atomic_ref<unsigned, cuda::thread_scope_device>(flags[t]).load(
-                   cuda::memory_order_relaxed) != 0;
+  published<T> parts[lookback_levels + 1];
+  for (int p = 0; p <= lookback_levels; ++p) {
+    if constexpr (packs_with_flag<T>) {
+      parts[p] = {reinterpret_cast<std::uint64_t*>(control)};
+    } else {
+      parts[p] = {reinterpret_cast<unsigned*>(control), values};
+      values += layout.slots[p];
     }
-    if (ready) break;
-    __nanosleep(backoff);
-    if (backoff < 512) backoff *= 2;
+    control += layout.slots[p] * published<T>::control_bytes;
   }
-  cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+  lookback_state<T> state{static_cast<unsigned*>(memory), {}, parts[lookback_levels]};
+  for (int level = 0; level < lookback_levels; ++level)
+    state.aggregates[level] = parts[level];
+  return state;
+}
+
+template <class Word>
+using device_atomic = cuda::atomic_ref<Word, cuda::thread_scope_device>;
+
+template <class T>
+__device__ void publish(const published<T>& slot, unsigned index, const T& value) {
+  if constexpr (packs_with_flag<T>) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    // The value travels inside the flag's word, so nothing else needs ordering.
+    device_atomic<std::uint64_t>(slot.words[index])
+        .store(std::uint64_t(bits) << 32 | 1u, cuda::memory_order_relaxed);
+  } else {
+    slot.values[index] = value;
+    device_atomic<unsigned>(slot.ready[index]).store(1, cuda::memory_order_release);
+  }
 }
 
 // A value another block published: read from L2, never from a line this SM's L1 may hold
@@ -125,33 +157,84 @@ __device__ T load_published(const T* from) {
   return value;
 }
 
-template <class T>
-__device__ void publish(const published<T>& slot, unsigned index, const T& value) {
-  slot.values[index] = value;
-  publish(&slot.ready[index]);
-}
+// A lane's reads of slots [begin, begin + count), count <= K, of one published array. All
+// reads of every pending read go out together, so waiting on several costs one round trip.
+template <class T, int K>
+struct slot_read {
+  static constexpr bool values_beside_flags = !packs_with_flag<T>;
+  published<T> slot;
+  unsigned begin;
+  unsigned count;
+  T values[K];
+  std::conditional_t<packs_with_flag<T>, std::uint64_t, unsigned> raw[K];
 
-// Called by a whole warp: the values of slots [begin, end) combined in a fixed order (lane l
-// takes its share of the range in order, then the lanes combine left to right), waiting
-// for each to be published.
-template <class T, class Op>
-__device__ partial<T> ordered_combination(const published<T>& slot, unsigned begin, unsigned end,
-                                          Op op) {
-  constexpr unsigned share = lookback_group / 32;
-  const unsigned mine_begin = min(begin + lane_id() * share, end);
-  const unsigned mine_end = min(mine_begin + share, end);
-  wait_for_all(slot.ready, mine_begin, mine_end);
-  partial<T> mine{T{}, false};
-  for (unsigned i = mine_begin; i < mine_end; ++i) {
-    mine = then(mine, partial<T>{load_published(&slot.values[i]), true}, op);
+  // Loads the packed words, or the ready flags.
+  __device__ void issue() {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (unsigned(k) >= count) {
+        raw[k] = 1u;
+      } else if constexpr (packs_with_flag<T>) {
+        raw[k] =
+            device_atomic<std::uint64_t>(slot.words[begin + k]).load(cuda::memory_order_relaxed);
+      } else {
+        raw[k] = device_atomic<unsigned>(slot.ready[begin + k]).load(cuda::memory_order_relaxed);
+      }
+    }
   }
-  return warp_reduce(mine, op);
+  __device__ bool ready() const {
+    bool all = true;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      all &= (raw[k] & 1u) != 0;
+    return all;
+  }
+  // Once ready (and, for values beside their flags, after an acquire fence).
+  __device__ void finish() {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if constexpr (packs_with_flag<T>) {
+        const std::uint32_t bits = std::uint32_t(raw[k] >> 32);
+        std::memcpy(&values[k], &bits, sizeof(T));
+      } else if (unsigned(k) < count) {
+        values[k] = load_published(&slot.values[begin + k]);
+      }
+    }
+  }
+};
+
+template <int K, class T>
+__device__ slot_read<T, K> read_of(const published<T>& slot, unsigned begin, unsigned count) {
+  return {slot, begin, count};
 }
 
+// Waits until every read's slots are published, then reads the values.
+template <class... Reads>
+__device__ void wait_for(Reads&... reads) {
+  unsigned backoff = 16;
+  for (;;) {
+    (reads.issue(), ...);
+    if ((reads.ready() && ...)) break;
+    __nanosleep(backoff);
+    if (backoff < 256) backoff *= 2;
+  }
+  if constexpr ((Reads::values_beside_flags || ...)) {
+    // One fence orders every value read after every flag read.
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+  }
+  (reads.finish(), ...);
+}
+
+// Slot `index` of `slot`, read by lanes where `wanted`.
 template <class T>
-__device__ partial<T> wait_and_load(const published<T>& slot, unsigned index) {
-  wait_for_all(slot.ready, index, index + 1);
-  return {load_published(&slot.values[index]), true};
+__device__ slot_read<T, 1> lane_read(const published<T>& slot, unsigned index, bool wanted) {
+  return read_of<1>(slot, index, wanted ? 1u : 0u);
+}
+
+// Called by a whole warp after a lane_read per lane: the wanted values, lanes left to right.
+template <class T, class Op>
+__device__ partial<T> lanes_combined(const slot_read<T, 1>& read, Op op) {
+  return warp_reduce(partial<T>{read.values[0], read.count > 0}, op);
 }
 
 // Called by one whole warp of the block that owns `tile`, once its `aggregate` is known.
@@ -160,31 +243,52 @@ __device__ partial<T> wait_and_load(const published<T>& slot, unsigned index) {
 template <class T, class Op>
 __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned tile,
                                       const T& aggregate, const partial<T>& start, Op op) {
-  if (lane_id() == 0) publish(state.tile_aggregates, tile, aggregate);
-  const unsigned group = tile / lookback_group;
-  const unsigned first_tile = group * lookback_group;
-  const partial<T> in_group = ordered_combination(state.tile_aggregates, first_tile, tile, op);
+  const unsigned lane = unsigned(lane_id());
+  if (lane == 0) publish(state.aggregates[0], tile, aggregate);
+  // At each level: this tile's unit, and how many units before it share its parent.
+  unsigned unit[lookback_levels + 1];
+  unsigned units_before[lookback_levels];
+  slot_read<T, 1> reads[lookback_levels];
+  unit[0] = tile;
+#pragma unroll
+  for (int level = 0; level < lookback_levels; ++level) {
+    unit[level + 1] = unit[level] / lookback_fan_in;
+    units_before[level] = unit[level] % lookback_fan_in;
+    reads[level] = lane_read(state.aggregates[level], unit[level] - units_before[level] + lane,
+                             lane < units_before[level]);
+  }
+  const unsigned super = unit[lookback_levels];
+  auto super_read = lane_read(state.super_prefixes, super, lane == 0 && super > 0);
 
-  if (tile == first_tile + lookback_group - 1) {
-    // Last tile of its group: publish the group's aggregate, then the next group's prefix.
-    const T group_aggregate = after(in_group, aggregate, op);
-    if (lane_id() == 0) publish(state.group_aggregates, group, group_aggregate);
-    const unsigned super = group / lookback_group;
-    const unsigned first_group = super * lookback_group;
-    const partial<T> super_prefix = super == 0 ? start : wait_and_load(state.super_prefixes, super);
-    const partial<T> groups_before =
-        ordered_combination(state.group_aggregates, first_group, group, op);
-    const T next_prefix = after(then(super_prefix, groups_before, op), group_aggregate, op);
-    if (lane_id() == 0) {
-      publish(state.group_prefixes, group + 1, next_prefix);
-      if (group == first_group + lookback_group - 1) {
-        publish(state.super_prefixes, super + 1, next_prefix);
+  // The last tile of a unit publishes the unit's aggregate as soon as it is known, level by
+  // level, since later units wait on it.
+  partial<T> before[lookback_levels];
+  bool last[lookback_levels];  // in its unit at this level and every level below
+  T unit_aggregate = aggregate;
+#pragma unroll
+  for (int level = 0; level < lookback_levels; ++level) {
+    last[level] = units_before[level] == lookback_fan_in - 1 && (level == 0 || last[level - 1]);
+    if (last[level]) {
+      wait_for(reads[level]);
+      before[level] = lanes_combined(reads[level], op);
+      unit_aggregate = after(before[level], unit_aggregate, op);
+      if (level + 1 < lookback_levels && lane == 0) {
+        publish(state.aggregates[level + 1], unit[level + 1], unit_aggregate);
       }
     }
   }
-
-  const partial<T> group_prefix = group == 0 ? start : wait_and_load(state.group_prefixes, group);
-  return then(group_prefix, in_group, op);
+  static_assert(lookback_levels == 2);
+  wait_for(reads[0], reads[1], super_read);
+  partial<T> prefix = super > 0 ? partial<T>{shuffle_from(super_read.values[0], 0), true} : start;
+#pragma unroll
+  for (int level = lookback_levels - 1; level >= 0; --level) {
+    if (!last[level]) before[level] = lanes_combined(reads[level], op);
+    prefix = then(prefix, before[level], op);
+  }
+  if (last[lookback_levels - 1] && lane == 0) {
+    publish(state.super_prefixes, super + 1, after(prefix, aggregate, op));
+  }
+  return prefix;
 }
 
 }  // namespace ppat::detail

@@ -1,9 +1,12 @@
-// Moving VEC items of T as one 16-byte access when they make exactly 16 bytes.
+// Moving VEC items of T as one 16-byte access when they make exactly 16 bytes, between
+// global memory, registers and shared memory.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include <cuda_pipeline.h>
 
 namespace ppat::detail {
 
@@ -34,6 +37,25 @@ __device__ void store_items(T* to, const T (&items)[VEC]) {
     for (int j = 0; j < VEC; ++j)
       to[j] = items[j];
   }
+}
+
+// Copies VEC items to shared memory: asynchronously, holding no registers, when they make
+// one 16-byte access; through registers otherwise. wait_for_staging() completes the copies.
+template <int VEC, class T>
+__device__ void stage_items(const T* from, T* to_shared) {
+  if constexpr (sizeof(T) * VEC == 16) {
+    __pipeline_memcpy_async(to_shared, from, 16);
+  } else {
+    T items[VEC];
+    load_items(from, items);
+    store_items(to_shared, items);
+  }
+}
+
+// Waits for this thread's asynchronous copies: after it, the thread sees what they wrote.
+__device__ inline void wait_for_staging() {
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
 }
 
 inline bool aligned_to(const void* pointer, std::size_t bytes) {

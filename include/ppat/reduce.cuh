@@ -1,0 +1,193 @@
+// Production reduce: deterministic, read at the memory limit.
+//
+//   ppat::reduce(in, out, n, init, op, stream)   *out = init op in[0] op ... op in[n-1]
+//
+// Any associative `op`, commutative or not; any trivially copyable T. Blocks reduce
+// contiguous runs of tiles, read with 16-byte accesses, into one value each; one more
+// block combines those in order with `init`. Small inputs take one block and one launch,
+// with no temporary memory.
+// The split depends only on n and the GPU, so floating-point results are the same bits
+// on every run.
+//
+// Where ppat knows the operator is commutative (plus on arithmetic types, minimum and
+// maximum on integers), each thread folds everything it reads into one value; any other
+// operator is combined strictly in order, a warp row at a time.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "core/arguments.cuh"
+#include "core/device.cuh"
+#include "core/error.cuh"
+#include "core/launch.cuh"
+#include "core/memory.cuh"
+#include "core/operators.cuh"
+#include "core/partial.cuh"
+#include "core/shared_storage.cuh"
+#include "core/vector_io.cuh"
+#include "core/warp.cuh"
+
+namespace ppat {
+namespace detail {
+
+template <class T, class Op>
+void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+            const char* function);
+
+}  // namespace detail
+
+template <class T, class Op = plus>
+void reduce(const T* in, T* out, std::size_t n, T init = T{}, Op op = {}, cudaStream_t stream = 0) {
+  detail::reduce(in, out, n, init, op, stream, "ppat::reduce");
+}
+
+namespace detail {
+
+// Operators whose operands ppat may swap without changing the result. (Floating-point
+// minimum and maximum are left out: with a NaN, the order decides which operand wins.)
+template <class T, class Op>
+constexpr bool commutative = std::is_arithmetic_v<T> &&
+                             (std::is_same_v<Op, plus> ||
+                              (std::is_integral_v<T> &&
+                               (std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>)));
+
+// A tile: each warp owns `rows` x 32 x `vec` consecutive items, row r of lane l being the
+// `vec` items at r * 32 * vec + l * vec: every row is one coalesced access per warp.
+template <int Threads, int Vec, int Rows>
+struct reduce_tile_shape {
+  static constexpr int threads = Threads;
+  static constexpr int warps = threads / 32;
+  static constexpr int vec = Vec;
+  static constexpr int rows = Rows;
+  static constexpr int warp_items = 32 * vec * rows;
+  static constexpr int tile_items = warps * warp_items;
+};
+
+// The H200's shape: 128 bytes a thread in flight, 4 blocks of 256 threads an SM. Small
+// inputs take one block of 1024 threads, which keeps 128 KB in flight: below about 2^17
+// 4-byte items, that finishes sooner than a second launch would start.
+template <class T, int Vec, int Threads = 256>
+using reduce_tuning =
+    reduce_tile_shape<Threads, Vec, std::clamp(int(128 / (sizeof(T) * Vec)), 1, 16)>;
+constexpr int reduce_blocks_per_sm = 4;
+constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
+
+template <class Shape, class SmallShape, class T, class Op>
+void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+                   const char* function);
+template <class Shape, bool Commutative, class T, class Op>
+__global__ void reduce_tiles_kernel(const T* in, std::size_t n, T* block_results, T* out, T init,
+                                    Op op);
+
+template <class T, class Op>
+void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+            const char* function) {
+  require_buffer(in, n, function, "in");
+  require_buffer(out, 1, function, "out");
+  constexpr int vec = items_per_vector<T>;
+  if (vec != 1 && aligned_to(in, 16)) {
+    launch_reduce<reduce_tuning<T, vec>, reduce_tuning<T, vec, 1024>>(in, out, n, init, op, stream,
+                                                                      function);
+  } else {
+    launch_reduce<reduce_tuning<T, 1>, reduce_tuning<T, 1, 1024>>(in, out, n, init, op, stream,
+                                                                  function);
+  }
+}
+
+template <class Shape, class SmallShape, class T, class Op>
+void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+                   const char* function) {
+  constexpr bool reorder = commutative<T, Op>;
+  if (n <= std::size_t(reduce_single_block_tiles) * SmallShape::tile_items) {
+    reduce_tiles_kernel<SmallShape, reorder>
+        <<<1, SmallShape::threads, 0, stream>>>(in, n, static_cast<T*>(nullptr), out, init, op);
+    check_launch(function, "reduce_tiles_kernel");
+    return;
+  }
+  const std::size_t tiles = ceil_div(n, Shape::tile_items);
+  const auto& limits = limits_of(stream, function);
+  const unsigned blocks =
+      unsigned(std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm));
+  temporary_buffer<T> block_results(blocks, stream, function);
+  reduce_tiles_kernel<Shape, reorder>
+      <<<blocks, Shape::threads, 0, stream>>>(in, n, block_results.data(), out, init, op);
+  check_launch(function, "reduce_tiles_kernel");
+  reduce_tiles_kernel<Shape, false><<<1, Shape::threads, 0, stream>>>(
+      block_results.data(), blocks, static_cast<T*>(nullptr), out, init, op);
+  check_launch(function, "reduce_tiles_kernel");
+  block_results.release();
+}
+
+// Block b reduces tiles [tiles * b / grid, tiles * (b + 1) / grid): a contiguous run, and at
+// least one tile since grid <= tiles. One block writes init op (its result) to `out`;
+// several write one result each to `block_results`.
+template <class Shape, bool Commutative, class T, class Op>
+__global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : reduce_blocks_per_sm)
+    reduce_tiles_kernel(const T* in, std::size_t n, T* block_results, T* out, T init, Op op) {
+  constexpr int vec = Shape::vec;
+  constexpr int rows = Shape::rows;
+  __shared__ uninitialized_array<partial<T>, Shape::warps> warp_results;
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  const std::size_t tiles = ceil_div(n, Shape::tile_items);
+  const std::size_t first_tile = tiles * blockIdx.x / gridDim.x;
+  const std::size_t end_tile = tiles * (blockIdx.x + 1) / gridDim.x;
+
+  // Commutative: this thread's items, in any order. Otherwise: the warp's rows so far, in
+  // order, the same on every lane.
+  partial<T> folded{T{}, false};
+  const auto fold_row = [&](const partial<T>& lane_row) {
+    folded = then(folded, Commutative ? lane_row : warp_reduce(lane_row, op), op);
+  };
+  for (std::size_t tile = first_tile; tile < end_tile; ++tile) {
+    const std::size_t lane_first =
+        tile * Shape::tile_items + std::size_t(warp) * Shape::warp_items + std::size_t(lane) * vec;
+    if (tile * Shape::tile_items + Shape::tile_items <= n) {
+      T items[rows][vec];
+#pragma unroll
+      for (int r = 0; r < rows; ++r)
+        load_items(in + lane_first + std::size_t(r) * 32 * vec, items[r]);
+#pragma unroll
+      for (int r = 0; r < rows; ++r) {
+        T row = items[r][0];
+#pragma unroll
+        for (int j = 1; j < vec; ++j)
+          row = op(row, items[r][j]);
+        fold_row({row, true});
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < rows; ++r) {
+        partial<T> row{T{}, false};
+#pragma unroll
+        for (int j = 0; j < vec; ++j) {
+          const std::size_t i = lane_first + std::size_t(r) * 32 * vec + j;
+          if (i < n) row = then(row, partial<T>{in[i], true}, op);
+        }
+        fold_row(row);
+      }
+    }
+  }
+
+  const partial<T> warp_result = Commutative ? warp_reduce(folded, op) : folded;
+  if (lane == 0) warp_results[warp] = warp_result;
+  __syncthreads();
+  if (warp == 0) {
+    const partial<T> block_result =
+        warp_reduce(lane < Shape::warps ? warp_results[lane] : partial<T>{T{}, false}, op);
+    if (lane == 0) {
+      if (gridDim.x == 1) {
+        *out = block_result.valid ? op(init, block_result.value) : init;
+      } else {
+        block_results[blockIdx.x] = block_result.value;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace ppat

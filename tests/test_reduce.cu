@@ -1,0 +1,175 @@
+// The production reduce against the host reference: every size class up to more than
+// 2^32 items, several types and operators (one non-commutative), unaligned input,
+// floating-point determinism, streams, graph capture, bad input.
+#include <ppat/ppat.cuh>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+using ppat_test::affine;
+using ppat_test::device_buffer;
+
+// Runs one reduce on `in` and checks the one result against the host reference, exactly.
+template <class T, class Op>
+void check_reduce(const std::vector<T>& in, T init, Op op) {
+  if (!ppat_test::fits_item_budget(in.size())) return;
+  SCOPED_TRACE("n=" + std::to_string(in.size()));
+  device_buffer<T> input(in, /*guard=*/64);
+  device_buffer<T> output(1, /*guard=*/64);
+  output.poison();
+  ppat::reduce(input.data(), output.data(), in.size(), init, op);
+  ppat_test::expect_no_cuda_error();
+  const std::vector<T> expected{ppat_reference::reduce(in, init, op)};
+  EXPECT_EQ(ppat_test::first_mismatch(output.download(), expected), -1) << "wrong result";
+  EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside a buffer";
+}
+
+// Tiles of 8192 i32 items (32768 for the one 1024-thread block that takes inputs up to
+// 131072 items), primes, and the sizes around them.
+const std::size_t sizes[] = {0,      1,       2,       31,      32,      33,     8191,
+                             8192,   8193,    32767,   32769,   131071,  131072, 131073,
+                             147457, 1000003, 1048579, 4194304, 16777259};
+
+TEST(reduce, i32_plus_at_every_boundary) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : sizes)
+    check_reduce(ppat_test::random_integers<int>(n, -1000000, 1000000), 17, ppat::plus{});
+}
+
+TEST(reduce, types_and_operators) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{33}, std::size_t{131073}, std::size_t{1048579}}) {
+    check_reduce<std::uint8_t>(ppat_test::random_integers<std::uint8_t>(n, 0, 255), 3,
+                               ppat::plus{});
+    check_reduce<std::uint8_t>(ppat_test::random_integers<std::uint8_t>(n, 0, 254), 0,
+                               ppat::maximum{});
+    check_reduce<std::uint32_t>(ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll),
+                                0xFFFFFFFFu, ppat::minimum{});
+    check_reduce<int>(ppat_test::random_integers<int>(n, -1000000, 1000000), 0, ppat::maximum{});
+    check_reduce<std::int64_t>(ppat_test::random_integers<std::int64_t>(n, -(1ll << 40), 1ll << 40),
+                               -5, ppat::plus{});
+    check_reduce(ppat_test::exact_fractions<float>(n, 1024, 1.0 / 8), 0.5f, ppat::plus{});
+    check_reduce(ppat_test::exact_fractions<double>(n, 1 << 20, 1.0 / 1024), -0.25, ppat::plus{});
+    check_reduce(ppat_test::exact_fractions<float>(n, 1 << 20, 1.0 / 8), 3.0f, ppat::minimum{});
+    check_reduce(ppat_test::exact_fractions<double>(n, 1 << 20, 1.0 / 8), -3.0, ppat::maximum{});
+    check_reduce(ppat_test::random_affine_maps(n), affine{3u, 5u, 0u}, ppat_test::then{});
+  }
+}
+
+// A user functor is an operator ppat cannot know to be commutative: combined in order.
+struct bitwise_xor {
+  __host__ __device__ std::uint32_t operator()(std::uint32_t a, std::uint32_t b) const {
+    return a ^ b;
+  }
+};
+
+TEST(reduce, user_operator_on_integers) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{1}, std::size_t{131073}, std::size_t{1000003}})
+    check_reduce(ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll), 5u, bitwise_xor{});
+}
+
+TEST(reduce, unaligned_input) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 1000003;
+  const auto in = ppat_test::random_integers<int>(n + 1, -1000, 1000);
+  device_buffer<int> input(in), output(1);
+  ppat::reduce(input.data() + 1, output.data(), n, 0);
+  ppat_test::expect_no_cuda_error();
+  const std::vector<int> shifted(in.begin() + 1, in.end());
+  EXPECT_EQ(output.download()[0], ppat_reference::reduce(shifted, 0, ppat::plus{}));
+}
+
+TEST(reduce, float_results_are_deterministic) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 30000001;
+  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  std::uniform_real_distribution<float> pick(-1.0f, 1.0f);
+  std::vector<float> in(n);
+  for (auto& v : in)
+    v = pick(ppat_test::rng());
+  device_buffer<float> input(in), results(2);
+  results.poison();
+  ppat::reduce(input.data(), results.data(), n, 0.5f);
+  ppat::reduce(input.data(), results.data() + 1, n, 0.5f);
+  ppat_test::expect_no_cuda_error();
+  const auto got = results.download();
+  EXPECT_EQ(std::memcmp(&got[0], &got[1], sizeof(float)), 0) << got[0] << " vs " << got[1];
+  // And close to the double-precision sum: n terms of size <= 1, partial sums of size
+  // about sqrt(n), each rounding at most 2^-24 of them.
+  double exact = 0.5;
+  for (float v : in)
+    exact += v;
+  EXPECT_LT(std::abs(double(got[0]) - exact), 1.0);
+}
+
+// More than 2^32 items: 64-bit indexing everywhere.
+TEST(reduce, huge_above_2_pow_32) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 32) + 4099;
+  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  // Bytes whose sum fits 64 bits, reduced as bytes (mod 256) and, through maximum, once
+  // more: the largest byte sits at one random place beyond 2^32.
+  auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 200);
+  in[(std::size_t{1} << 32) + ppat_test::random_integers<std::size_t>(1, 0, 4098)[0]] = 255;
+  check_reduce<std::uint8_t>(in, 1, ppat::plus{});
+  check_reduce<std::uint8_t>(in, 0, ppat::maximum{});
+}
+
+TEST(reduce, stream_and_graph_capture) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 1000003;
+  auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+  device_buffer<int> input(in), output(1);
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  ppat::reduce(input.data(), output.data(), n, 7, ppat::plus{}, stream);
+  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    in = ppat_test::random_integers<int>(n, -1000, 1000);
+    input.upload(in);
+    output.poison();
+    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
+    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(output.download()[0], ppat_reference::reduce(in, 7, ppat::plus{})) << replay;
+  }
+  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
+  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
+// Argument checks come before any CUDA call, so these run without a GPU.
+TEST(reduce_arguments, bad_buffers_are_rejected) {
+  int* fake = reinterpret_cast<int*>(std::uintptr_t{1} << 20);  // never dereferenced
+  EXPECT_THROW(ppat::reduce<int>(nullptr, fake, 10), std::invalid_argument);
+  EXPECT_THROW(ppat::reduce<int>(fake, nullptr, 10), std::invalid_argument);
+  EXPECT_THROW(ppat::reduce<int>(nullptr, nullptr, 0), std::invalid_argument);
+  try {
+    ppat::reduce<int>(fake, nullptr, 0);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ppat::reduce"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'out'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
