@@ -57,7 +57,7 @@ declare -A tool_errors
 sanitized_failures=0
 for tool in memcheck racecheck synccheck; do
   errors=0
-  for suite in test_core test_scan test_histogram test_transpose; do
+  for suite in test_core test_scan test_scan_by_key test_reduce test_histogram test_transpose; do
     log=$(mktemp)
     PPAT_TEST_MAX_ITEMS=$sanitizer_max_items compute-sanitizer --tool "$tool" --print-limit 20 \
       "$build/tests/$suite" --gtest_filter='-*huge*:*cuda_failure*' >"$log" 2>&1

@@ -220,13 +220,13 @@ TEST(textbook_scan, in_place) {
   }
 }
 
-// Many look-back groups (256 tiles each) for every tile shape: 16 items a vector (u8), 2
-// (i64), and the unvectorized 12-byte struct.
+// Several look-back supergroups (1024 tiles each) for every tile shape: 16 items a vector
+// (u8, 32768-item tiles), 2 (i64, 4096), and the unvectorized 12-byte struct (2048).
 TEST(single_pass_scan, crosses_many_lookback_groups) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 5000003;
-  const auto bytes = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+  const auto bytes = ppat_test::random_integers<std::uint8_t>(70000007, 0, 255);
   const auto wide = ppat_test::random_integers<std::int64_t>(n, -(1ll << 40), 1ll << 40);
   const auto a = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
   std::vector<affine> maps(n);

@@ -7,15 +7,16 @@
 //       the same within each segment, a maximal run of equal consecutive keys
 //
 // Any associative `op`, commutative or not; any trivially copyable T; in == out allowed.
-// Each block scans one tile of 256 threads x 64 bytes of T, read and written with 16-byte
-// accesses that are coalesced across the warp, and learns the tile's prefix from the tiles
-// before it through the deterministic decoupled look-back of core/lookback.cuh. Every
-// combination happens in an order fixed by n alone, so floating-point results are the same
-// bits on every run on the same GPU.
+// Each block copies one tile (256 threads x up to 128 bytes) into shared memory with
+// 16-byte accesses coalesced across the warp, scans it, and learns the tile's prefix from
+// the tiles before it through the deterministic decoupled look-back of core/lookback.cuh.
+// Every combination happens in an order fixed by n alone, so floating-point results are the
+// same bits on every run on the same GPU.
 //
-// A scan by key is a plain scan of (value, segment starts here) pairs under an operator
-// that restarts at segment starts; an exclusive one scans each item's predecessor in its
-// segment, with `init` at each segment's start.
+// A scan by key is a plain scan of (value, number of segment starts) pairs under an
+// operator that restarts where a segment starts. Each item reads only its own value and
+// key and the key before it, so both scans by key work in place (`keys` must not overlap
+// `out`).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -97,8 +98,9 @@ struct plain_source {
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
 
-// A value, and how many segments start within the items it combines (modulo 2^32: only
-// differences and "none" matter).
+// A value, and how many segments start within the items it combines, modulo 2^32. Only
+// differences of counts matter, and whether a right operand holds any start; right
+// operands never span more than one supergroup of tiles, far fewer than 2^32 items.
 template <class T>
 struct segmented {
   T value;
