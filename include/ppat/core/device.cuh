@@ -18,11 +18,10 @@ struct device_limits {
   int l2_bytes;
 };
 
-// The device `stream` runs on. A stream being captured cannot be asked, and work captured
-// from it launches on the current device, so that is the answer then.
-inline int device_of(cudaStream_t stream, const char* function) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(stream, &capture), function, "cudaStreamIsCapturing");
+// The device `stream` runs on, given whether it is being captured. A stream being captured
+// cannot be asked, and work captured from it launches on the current device, so that is
+// the answer then.
+inline int device_of(cudaStream_t stream, cudaStreamCaptureStatus capture, const char* function) {
   int device = 0;
   if (capture == cudaStreamCaptureStatusActive) {
     check_cuda(cudaGetDevice(&device), function, "cudaGetDevice");
@@ -30,6 +29,16 @@ inline int device_of(cudaStream_t stream, const char* function) {
     check_cuda(cudaStreamGetDevice(stream, &device), function, "cudaStreamGetDevice");
   }
   return device;
+}
+
+inline cudaStreamCaptureStatus capture_status(cudaStream_t stream, const char* function) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), function, "cudaStreamIsCapturing");
+  return capture;
+}
+
+inline int device_of(cudaStream_t stream, const char* function) {
+  return device_of(stream, capture_status(stream, function), function);
 }
 
 inline const device_limits& limits_of(int device, const char* function) {

@@ -61,14 +61,13 @@ class temporary_buffer {
       : stream_(stream), function_(function) {
     if (count == 0) return;
     void* data = nullptr;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    check_cuda(cudaStreamIsCapturing(stream, &capture), function, "cudaStreamIsCapturing");
+    const cudaStreamCaptureStatus capture = capture_status(stream, function);
     if (capture == cudaStreamCaptureStatusActive) {
       // The graph owns a captured allocation, whatever pool is named: no pool is needed, and
       // none is created while capturing (where creating one may be an illegal call).
       check_cuda(cudaMallocAsync(&data, count * sizeof(T), stream), function, "cudaMallocAsync");
     } else {
-      const cudaMemPool_t pool = temporary_memory_pool(device_of(stream, function));
+      const cudaMemPool_t pool = temporary_memory_pool(device_of(stream, capture, function));
       check_cuda(cudaMallocFromPoolAsync(&data, count * sizeof(T), pool, stream), function,
                  "cudaMallocFromPoolAsync");
     }
