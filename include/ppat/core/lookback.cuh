@@ -16,8 +16,8 @@
 // L2, one slot per lane and level, so waiting tiles poll few lines and few words. (Groups
 // of 256 tiles read directly cost 8 reads a lane and ran slower; a third level, which
 // moves the chain to one hop per 32768 tiles, added registers and ran no faster.) Values
-// of 4 bytes or less travel in one 64-bit word with their ready flag; larger ones sit
-// beside their flags and take a second round trip.
+// of up to 12 bytes travel in one 64- or 128-bit word with their ready flag; larger ones
+// sit beside their flags and take a second round trip.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
 // were handed out earlier, to blocks already running, so the waits always end.
@@ -28,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "launch.cuh"
 #include "partial.cuh"
@@ -39,24 +38,38 @@ namespace ppat::detail {
 constexpr unsigned lookback_fan_in = 32;  // units of one level per unit of the next: a warp
 constexpr int lookback_levels = 2;        // tiles, groups
 
+// A ready flag in the first 4 bytes of a word that holds the value in the rest: 8-byte
+// words for values of up to 4 bytes, 16-byte words (read and written whole, as one
+// single-copy-atomic 128-bit access) for values of up to 12.
 template <class T>
-constexpr bool packs_with_flag = sizeof(T) <= 4;
+constexpr int packed_words = sizeof(T) <= 4    ? 1
+                             : sizeof(T) <= 12 ? 2
+                                               : 0;  // 64-bit words
+template <class T>
+constexpr bool packs_with_flag = packed_words<T> != 0;
+
+template <int Words>
+struct alignas(8 * Words) packed_word {
+  std::uint64_t part[Words];
+};
 
 // Published values, one per slot. Zeroed control memory means "not yet published".
 template <class T, bool Packed = packs_with_flag<T>>
 struct published;
 
-// The value's bits in the high half of a word whose low half is the ready flag.
 template <class T>
 struct published<T, true> {
-  static constexpr std::size_t control_bytes = sizeof(std::uint64_t);
+  using word = packed_word<packed_words<T>>;
+  using raw = word;  // what a read of a slot brings back
+  static constexpr std::size_t control_bytes = sizeof(word);
   static constexpr std::size_t value_bytes = 0;
-  std::uint64_t* words;
+  word* words;
 };
 
 // A ready flag (control memory) and the value beside it (value memory).
 template <class T>
 struct published<T, false> {
+  using raw = unsigned;  // the flag
   static constexpr std::size_t control_bytes = sizeof(unsigned);
   static constexpr std::size_t value_bytes = sizeof(T);
   unsigned* ready;
@@ -106,7 +119,7 @@ lookback_state<T> lookback_view(void* memory, const lookback_layout& layout) {
   published<T> parts[lookback_levels + 1];
   for (int p = 0; p <= lookback_levels; ++p) {
     if constexpr (packs_with_flag<T>) {
-      parts[p] = {reinterpret_cast<std::uint64_t*>(control)};
+      parts[p] = {reinterpret_cast<typename published<T>::word*>(control)};
     } else {
       parts[p] = {reinterpret_cast<unsigned*>(control), values};
       values += layout.slots[p];
@@ -122,14 +135,68 @@ lookback_state<T> lookback_view(void* memory, const lookback_layout& layout) {
 template <class Word>
 using device_atomic = cuda::atomic_ref<Word, cuda::thread_scope_device>;
 
+// A value's bits in 32-bit pieces, after a first piece that holds the ready flag.
+template <class T>
+__device__ typename published<T>::word packed_with_flag(const T& value) {
+  constexpr int words = packed_words<T>;
+  std::uint32_t pieces[2 * words] = {1u};
+  std::memcpy(&pieces[1], &value, sizeof(T));
+  typename published<T>::word word;
+#pragma unroll
+  for (int w = 0; w < words; ++w)
+    word.part[w] = std::uint64_t(pieces[2 * w]) | std::uint64_t(pieces[2 * w + 1]) << 32;
+  return word;
+}
+
+template <class T>
+__device__ T unpacked(const typename published<T>::word& word) {
+  constexpr int words = packed_words<T>;
+  std::uint32_t pieces[2 * words];
+#pragma unroll
+  for (int w = 0; w < words; ++w) {
+    pieces[2 * w] = std::uint32_t(word.part[w]);
+    pieces[2 * w + 1] = std::uint32_t(word.part[w] >> 32);
+  }
+  T value;
+  std::memcpy(&value, &pieces[1], sizeof(T));
+  return value;
+}
+
+// Relaxed loads and stores of whole packed words: the flag and the value arrive together.
+template <int Words>
+__device__ packed_word<Words> load_word(const packed_word<Words>* from) {
+  packed_word<Words> word;
+  if constexpr (Words == 1) {
+    word.part[0] =
+        device_atomic<const std::uint64_t>(from->part[0]).load(cuda::memory_order_relaxed);
+  } else {
+    asm volatile(
+        "{\n\t.reg .b128 w;\n\tld.relaxed.gpu.global.b128 w, [%2];\n\tmov.b128 {%0, %1}, w;\n\t}"
+        : "=l"(word.part[0]), "=l"(word.part[1])
+        : "l"(from)
+        : "memory");
+  }
+  return word;
+}
+
+template <int Words>
+__device__ void store_word(packed_word<Words>* to, const packed_word<Words>& word) {
+  if constexpr (Words == 1) {
+    device_atomic<std::uint64_t>(to->part[0]).store(word.part[0], cuda::memory_order_relaxed);
+  } else {
+    asm volatile(
+        "{\n\t.reg .b128 w;\n\tmov.b128 w, {%1, %2};\n\tst.relaxed.gpu.global.b128 [%0], w;\n\t}" ::
+            "l"(to),
+        "l"(word.part[0]), "l"(word.part[1])
+        : "memory");
+  }
+}
+
 template <class T>
 __device__ void publish(const published<T>& slot, unsigned index, const T& value) {
   if constexpr (packs_with_flag<T>) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &value, sizeof(T));
     // The value travels inside the flag's word, so nothing else needs ordering.
-    device_atomic<std::uint64_t>(slot.words[index])
-        .store(std::uint64_t(bits) << 32 | 1u, cuda::memory_order_relaxed);
+    store_word(&slot.words[index], packed_with_flag(value));
   } else {
     slot.values[index] = value;
     device_atomic<unsigned>(slot.ready[index]).store(1, cuda::memory_order_release);
@@ -166,17 +233,16 @@ struct slot_read {
   unsigned begin;
   unsigned count;
   T values[K];
-  std::conditional_t<packs_with_flag<T>, std::uint64_t, unsigned> raw[K];
+  typename published<T>::raw raw[K];
 
   // Loads the packed words, or the ready flags.
   __device__ void issue() {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if (unsigned(k) >= count) {
-        raw[k] = 1u;
+        raw[k] = {1u};
       } else if constexpr (packs_with_flag<T>) {
-        raw[k] =
-            device_atomic<std::uint64_t>(slot.words[begin + k]).load(cuda::memory_order_relaxed);
+        raw[k] = load_word(&slot.words[begin + k]);
       } else {
         raw[k] = device_atomic<unsigned>(slot.ready[begin + k]).load(cuda::memory_order_relaxed);
       }
@@ -185,8 +251,13 @@ struct slot_read {
   __device__ bool ready() const {
     bool all = true;
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      all &= (raw[k] & 1u) != 0;
+    for (int k = 0; k < K; ++k) {
+      if constexpr (packs_with_flag<T>) {
+        all &= (raw[k].part[0] & 1u) != 0;
+      } else {
+        all &= raw[k] != 0;
+      }
+    }
     return all;
   }
   // Once ready (and, for values beside their flags, after an acquire fence).
@@ -194,8 +265,7 @@ struct slot_read {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if constexpr (packs_with_flag<T>) {
-        const std::uint32_t bits = std::uint32_t(raw[k] >> 32);
-        std::memcpy(&values[k], &bits, sizeof(T));
+        values[k] = unpacked<T>(raw[k]);
       } else if (unsigned(k) < count) {
         values[k] = load_published(&slot.values[begin + k]);
       }
