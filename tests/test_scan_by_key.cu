@@ -189,6 +189,18 @@ TEST(scan_by_key, float_results_are_deterministic) {
   }
 }
 
+// More than 2^28 items: every look-back level, supergroup prefixes chained many times.
+TEST(scan_by_key, huge_above_2_pow_28) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 28) + 12347;
+  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  const auto keys = run_keys<std::uint8_t>(n, 5000, 3);
+  const auto in = ppat_test::random_integers<int>(n, -100, 100);
+  check_by_key(kind::inclusive, keys, in, 0, ppat::plus{});
+  check_by_key(kind::exclusive, keys, in, 9, ppat::plus{}, /*in_place=*/true);
+}
+
 TEST(scan_by_key, stream_and_graph_capture) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
