@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -236,6 +237,50 @@ TEST(single_pass_scan, crosses_many_lookback_groups) {
     check_scan<std::uint8_t>(rung::single_pass, k, bytes, 1, ppat::plus{});
     check_scan<std::int64_t>(rung::single_pass, k, wide, 5, ppat::plus{});
     check_scan(rung::single_pass, k, maps, affine{7u, 1u, 0u}, then{});
+  }
+}
+
+// 2x2 matrices of 32-bit wraparound integers under multiplication: 16 bytes, too large to
+// travel with a look-back flag in one word, so they take the flag-then-value path.
+struct matrix2 {
+  std::uint32_t a, b, c, d;
+};
+struct multiply {
+  __host__ __device__ matrix2 operator()(const matrix2& x, const matrix2& y) const {
+    return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c,
+            x.c * y.b + x.d * y.d};
+  }
+};
+
+TEST(single_pass_scan, sixteen_byte_non_commutative_items) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{33}, std::size_t{2049}, std::size_t{3000017}}) {
+    const auto v = ppat_test::random_integers<std::uint32_t>(4 * n, 0, 0xFFFFFFFFll);
+    std::vector<matrix2> in(n);
+    for (std::size_t i = 0; i < n; ++i)
+      in[i] = {v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+    for (kind k : kinds)
+      check_scan(rung::single_pass, k, in, matrix2{1u, 2u, 3u, 4u}, multiply{});
+  }
+  // And at addresses 4 bytes past 16-byte alignment, all that alignof(matrix2) promises.
+  const std::size_t n = 100003;
+  const auto v = ppat_test::random_integers<std::uint32_t>(4 * n + 1, 0, 0xFFFFFFFFll);
+  device_buffer<std::uint32_t> input(v), output(4 * n + 1);
+  const auto* in = reinterpret_cast<const matrix2*>(input.data() + 1);
+  auto* out = reinterpret_cast<matrix2*>(output.data() + 1);
+  std::vector<matrix2> host(n);
+  std::memcpy(host.data(), v.data() + 1, n * sizeof(matrix2));
+  for (kind k : kinds) {
+    output.poison();
+    run_scan(rung::single_pass, k, in, out, n, matrix2{1u, 0u, 0u, 1u}, multiply{});
+    ppat_test::expect_no_cuda_error();
+    const auto all = output.download();
+    std::vector<matrix2> got(n);
+    std::memcpy(got.data(), all.data() + 1, n * sizeof(matrix2));
+    EXPECT_EQ(
+        ppat_test::first_mismatch(got, reference(k, host, matrix2{1u, 0u, 0u, 1u}, multiply{})), -1)
+        << name(k) << " unaligned";
   }
 }
 

@@ -185,11 +185,14 @@ struct scan_tile_shape {
 // six tiles fit an SM's shared memory (measured at 2^28 i32: 24, 32 and 40 items a thread
 // at 4 to 8 tiles an SM span 57-67% of copy; 32 items at 6 tiles is best). Items read one
 // at a time scan across the warp one by one, so they get fewer rows; larger items need more
-// registers, so fewer tiles share an SM.
+// registers, so fewer tiles share an SM, and items of more than 128 bytes get fewer threads.
+template <class Item>
+constexpr int scan_threads = std::clamp(int(32768 / sizeof(Item)) / 32 * 32, 32, 256);
 template <class Item, int Vec>
 using scan_tuning =
-    scan_tile_shape<256, Vec,
-                    std::clamp(int(32768 / (256 * sizeof(Item) * Vec)), 1, Vec == 1 ? 8 : 16),
+    scan_tile_shape<scan_threads<Item>, Vec,
+                    std::clamp(int(32768 / (scan_threads<Item> * sizeof(Item) * Vec)), 1,
+                               Vec == 1 ? 8 : 16),
                     sizeof(Item) <= 4   ? (Vec != 1 ? 6 : 4)
                     : sizeof(Item) <= 8 ? 4
                                         : 2>;
@@ -260,7 +263,8 @@ void launch_single_pass_scan(const Source& source, std::size_t n,
              "cudaMemsetAsync");
   constexpr std::size_t staging_bytes = Shape::tile_items * sizeof(item);
   // With the kernel's few static bytes, within the 48 KB a launch gets without opting in.
-  static_assert(staging_bytes <= 47 * 1024, "a tile's staging must fit the default shared memory");
+  static_assert(staging_bytes <= 47 * 1024,
+                "ppat scans take items of up to 1.4 KB: a tile of 32 must fit shared memory");
   single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, staging_bytes, stream>>>(
       source, n, lookback_view<item>(memory.data(), layout), start);
   check_launch(function, "single_pass_scan_kernel");

@@ -331,7 +331,9 @@ __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned t
   auto super_read = lane_read(state.super_prefixes, super, lane == 0 && super > 0);
 
   // The last tile of a unit publishes the unit's aggregate as soon as it is known, level by
-  // level, since later units wait on it.
+  // level, since later units wait on it. (Supergroups, the top level, chain through their
+  // prefixes instead; their last tile's extra wait there costs nothing, as it needs the
+  // same slots next.)
   partial<T> before[lookback_levels];
   bool last[lookback_levels];  // in its unit at this level and every level below
   T unit_aggregate = aggregate;

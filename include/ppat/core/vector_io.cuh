@@ -1,5 +1,7 @@
 // Moving VEC items of T as one 16-byte access when they make exactly 16 bytes, between
-// global memory, registers and shared memory.
+// global memory, registers and shared memory. Callers pass VEC > 1 only for 16-byte
+// aligned addresses; a single 16-byte item is moved whole only when its type guarantees
+// that alignment.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +17,11 @@ template <class T>
 constexpr int items_per_vector = (16 % sizeof(T) == 0 && sizeof(T) <= 16) ? int(16 / sizeof(T)) : 1;
 
 template <class T, int VEC>
+constexpr bool one_access = sizeof(T) * VEC == 16 && (VEC > 1 || alignof(T) >= 16);
+
+template <class T, int VEC>
 __device__ void load_items(const T* from, T (&items)[VEC]) {
-  if constexpr (sizeof(T) * VEC == 16) {
+  if constexpr (one_access<T, VEC>) {
     const uint4 raw = *reinterpret_cast<const uint4*>(from);
     std::memcpy(items, &raw, 16);
   } else {
@@ -28,7 +33,7 @@ __device__ void load_items(const T* from, T (&items)[VEC]) {
 
 template <class T, int VEC>
 __device__ void store_items(T* to, const T (&items)[VEC]) {
-  if constexpr (sizeof(T) * VEC == 16) {
+  if constexpr (one_access<T, VEC>) {
     uint4 raw;
     std::memcpy(&raw, items, 16);
     *reinterpret_cast<uint4*>(to) = raw;
@@ -43,7 +48,7 @@ __device__ void store_items(T* to, const T (&items)[VEC]) {
 // one 16-byte access; through registers otherwise. wait_for_staging() completes the copies.
 template <int VEC, class T>
 __device__ void stage_items(const T* from, T* to_shared) {
-  if constexpr (sizeof(T) * VEC == 16) {
+  if constexpr (one_access<T, VEC>) {
     __pipeline_memcpy_async(to_shared, from, 16);
   } else {
     T items[VEC];
