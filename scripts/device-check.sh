@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU evidence for a tree: build, the whole test suite through ctest, compute-sanitizer
-# (memcheck, racecheck, synccheck) over the GPU tests, and `ppat bench --quick`.
+# (memcheck, racecheck, synccheck) over the GPU tests, `ppat check`, and `ppat bench --quick`.
 #
 # Run on the H200 through the device tool, from the repository root:
 #   scripts/device-check.sh            (writes $OUT/device-check.txt and its logs)
@@ -80,6 +80,10 @@ for tool in memcheck racecheck synccheck; do
   tool_errors[$tool]=$errors
 done
 
+section "ppat check"
+"$build/src/ppat" check 2>&1 | tee -a "$report"
+check_status=${PIPESTATUS[0]}
+
 section "ppat bench --quick"
 "$build/src/ppat" bench --quick --json "$out/bench-quick.json" 2>&1 | tee -a "$report"
 bench_status=${PIPESTATUS[0]}
@@ -90,4 +94,5 @@ say "sanitizer memcheck: ${tool_errors[memcheck]} errors"
 say "sanitizer racecheck: ${tool_errors[racecheck]} errors"
 say "sanitizer synccheck: ${tool_errors[synccheck]} errors"
 say "tests failed under the sanitizers: $sanitized_failures"
+say "ppat check exit status: $check_status"
 say "bench --quick exit status: $bench_status"

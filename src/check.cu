@@ -92,6 +92,23 @@ int self_check() {
     return run_and_compare<int, int>(
         ints, exclusive, [&](const int* in, int* out) { ppat::exclusive_scan(in, out, n, init); });
   });
+  // Values in [0, 3] are their own keys: segments are the runs of equal values.
+  const auto small = random_values<int>(n, 0, 3);
+  report("inclusive_scan_by_key", [&] {
+    return run_and_compare<int, int>(
+        small, ppat_reference::inclusive_scan_by_key(small, small, ppat::plus{}),
+        [&](const int* in, int* out) { ppat::inclusive_scan_by_key(in, in, out, n); });
+  });
+  report("exclusive_scan_by_key", [&] {
+    return run_and_compare<int, int>(
+        small, ppat_reference::exclusive_scan_by_key(small, small, init, ppat::plus{}),
+        [&](const int* in, int* out) { ppat::exclusive_scan_by_key(in, in, out, n, init); });
+  });
+  report("reduce", [&] {
+    return run_and_compare<int, int>(
+        ints, {ppat_reference::reduce(ints, init, ppat::plus{})},
+        [&](const int* in, int* out) { ppat::reduce(in, out, n, init); });
+  });
   report("textbook::hillis_steele_inclusive_scan", [&] {
     return run_and_compare<int, int>(ints, inclusive, [&](const int* in, int* out) {
       tb::hillis_steele_inclusive_scan(in, out, n);
