@@ -2,6 +2,7 @@
 // reference (tests/reference.hpp, the same references the test suite uses).
 #include <ppat/ppat.cuh>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -133,6 +134,59 @@ int self_check() {
   samples[0] = std::numeric_limits<float>::quiet_NaN();
   const int bins = 257;
   const auto hist = ppat_reference::histogram_even<std::uint32_t>(samples, bins, 0.0f, 1.0f);
+  report("histogram_even", [&] {
+    return run_and_compare<float, std::uint32_t>(
+        samples, hist, [&](const float* in, std::uint32_t* out) {
+          ppat::histogram_even(in, n, out, bins, 0.0f, 1.0f);
+        });
+  });
+  // Levels 0, 1, 3, 6, ...: uneven bins over the integers.
+  std::vector<int> levels(bins + 1);
+  for (int b = 0; b <= bins; ++b)
+    levels[b] = b * (b + 1) / 2;
+  const auto small_ints = random_values<int>(n, -5, levels.back() + 5);
+  report("histogram_range", [&] {
+    int* device_levels = nullptr;
+    check_cuda(cudaMalloc(&device_levels, levels.size() * sizeof(int)));
+    check_cuda(cudaMemcpy(device_levels, levels.data(), levels.size() * sizeof(int),
+                          cudaMemcpyHostToDevice));
+    const bool passed = run_and_compare<int, std::uint32_t>(
+        small_ints, ppat_reference::histogram_range<std::uint32_t>(small_ints, levels),
+        [&](const int* in, std::uint32_t* out) {
+          ppat::histogram_range(in, n, out, bins, static_cast<const int*>(device_levels));
+        });
+    check_cuda(cudaFree(device_levels));
+    return passed;
+  });
+  // Pairs of samples, the second channel counted into 1000 bins over [-1000, 1000).
+  report("multi_histogram_even", [&] {
+    return run_and_compare<int, std::uint32_t>(
+        ints, ppat_reference::channel_histogram_even<std::uint32_t>(ints, 2, 1, 1000, -1000, 1000),
+        [&](const int* in, std::uint32_t* out) {
+          ppat::multi_histogram_even<2, 1>(in + 1, n / 2, std::array<std::uint32_t*, 1>{out},
+                                           std::array<int, 1>{1000}, std::array<int, 1>{-1000},
+                                           std::array<int, 1>{1000});
+        });
+  });
+  // Each sample weighted by itself; the float sums are checked within rounding.
+  report("histogram_even_weighted", [&] {
+    const auto expected =
+        ppat_reference::histogram_even_weighted(samples, samples, bins, 0.0f, 1.0f);
+    float* in = nullptr;
+    double* out = nullptr;
+    check_cuda(cudaMalloc(&in, n * sizeof(float)));
+    check_cuda(cudaMalloc(&out, bins * sizeof(double)));
+    check_cuda(cudaMemcpy(in, samples.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    ppat::histogram_even_weighted(in, in, n, out, bins, 0.0f, 1.0f);
+    std::vector<double> actual(bins);
+    check_cuda(cudaMemcpy(actual.data(), out, bins * sizeof(double), cudaMemcpyDeviceToHost));
+    check_cuda(cudaFree(in));
+    check_cuda(cudaFree(out));
+    for (int b = 0; b < bins; ++b) {
+      if (!(std::fabs(actual[b] - double(expected[b])) <= 1e-9 * double(expected[b]))) return false;
+    }
+    return true;
+  });
   report("textbook::histogram_even_global_atomics", [&] {
     return run_and_compare<float, std::uint32_t>(
         samples, hist, [&](const float* in, std::uint32_t* out) {

@@ -2,6 +2,7 @@
 // API.md and sharing no code with the kernels they check. `ppat check` uses them too.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
@@ -59,8 +60,9 @@ T reduce(const std::vector<T>& in, T init, Op op) {
 }
 
 // histogram_even's rule: bin = ((s - lower) * num_bins) / (upper - lower) for lower <= s <
-// upper, computed exactly (128-bit integers) for integer samples and levels and in double
-// (clamped to the last bin) otherwise; -1 for a sample that is not counted.
+// upper, computed exactly (128-bit integers) for integer samples and levels; otherwise in
+// double as (s - lower) * scale with scale = num_bins / (upper - lower), clamped to the last
+// bin. -1 for a sample that is not counted.
 template <class Sample, class Level>
 long long even_bin(Sample s, int num_bins, Level lower, Level upper) {
   if constexpr (std::is_integral_v<Sample> && std::is_integral_v<Level>) {
@@ -70,7 +72,8 @@ long long even_bin(Sample s, int num_bins, Level lower, Level upper) {
   } else {
     const double value = double(s), low = double(lower), high = double(upper);
     if (!(value >= low && value < high)) return -1;
-    const auto bin = (long long)((value - low) * num_bins / (high - low));
+    const double scale = double(num_bins) / (high - low);
+    const auto bin = (long long)((value - low) * scale);
     return bin < num_bins ? bin : num_bins - 1;
   }
 }
@@ -82,6 +85,54 @@ std::vector<Counter> histogram_even(const std::vector<Sample>& samples, int num_
   for (const Sample s : samples) {
     const long long bin = even_bin(s, num_bins, lower, upper);
     if (bin >= 0) hist[bin] += Counter(1);
+  }
+  return hist;
+}
+
+// Every `channels`-th sample from `first`, counted into its own even bins.
+template <class Counter, class Sample, class Level>
+std::vector<Counter> channel_histogram_even(const std::vector<Sample>& pixels, int channels,
+                                            int first, int num_bins, Level lower, Level upper) {
+  std::vector<Counter> hist(num_bins, Counter(0));
+  for (std::size_t i = first; i < pixels.size(); i += channels) {
+    const long long bin = even_bin(pixels[i], num_bins, lower, upper);
+    if (bin >= 0) hist[bin] += Counter(1);
+  }
+  return hist;
+}
+
+// Each sample adds its weight; summed in long double, so the sum of any order the kernel
+// takes is within a few rounding steps of it.
+template <class Sample, class Weight, class Level>
+std::vector<long double> histogram_even_weighted(const std::vector<Sample>& samples,
+                                                 const std::vector<Weight>& weights, int num_bins,
+                                                 Level lower, Level upper) {
+  std::vector<long double> hist(num_bins, 0.0L);
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const long long bin = even_bin(samples[i], num_bins, lower, upper);
+    if (bin >= 0) hist[bin] += weights[i];
+  }
+  return hist;
+}
+
+// Bin b holds levels[b] <= s < levels[b + 1], found with std::partition_point (the kernels
+// bisect by hand).
+template <class Counter, class Sample, class Level>
+std::vector<Counter> histogram_range(const std::vector<Sample>& samples,
+                                     const std::vector<Level>& levels) {
+  const int num_bins = int(levels.size()) - 1;
+  std::vector<Counter> hist(num_bins, Counter(0));
+  for (const Sample s : samples) {
+    const auto not_above = [&](const Level& level) {
+      if constexpr (std::is_integral_v<Sample> && std::is_integral_v<Level>) {
+        return __int128(level) <= __int128(s);
+      } else {
+        return double(level) <= double(s);
+      }
+    };
+    if (!not_above(levels.front()) || not_above(levels.back())) continue;  // outside, or NaN
+    const auto above = std::partition_point(levels.begin(), levels.end(), not_above);
+    hist[std::size_t(above - levels.begin()) - 1] += Counter(1);
   }
   return hist;
 }

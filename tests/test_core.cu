@@ -84,6 +84,30 @@ TEST(binning, integer_extremes_need_wide_arithmetic) {
                                    std::int64_t{-4}, std::int64_t{1} << 62);
 }
 
+// The kernels estimate ((s - lower) * num_bins) / (upper - lower) in double and correct it:
+// random ranges and bin counts, with the samples on both sides of every bin edge they cross.
+TEST(binning, corrected_estimate_is_the_exact_quotient) {
+  PPAT_TRACE_SEED();
+  for (int trial = 0; trial < 300; ++trial) {
+    const long long lower = ppat_test::random_integers<long long>(1, INT32_MIN, INT32_MAX - 1)[0];
+    const long long span = ppat_test::random_integers<long long>(1, 1, INT32_MAX - lower)[0];
+    const int bins =
+        int(ppat_test::random_integers<long long>(1, 1, trial % 2 ? 5000 : INT32_MAX)[0]);
+    const long long upper = lower + span;
+    std::vector<int> samples = ppat_test::random_integers<int>(200, lower, upper - 1);
+    for (const long long edge : ppat_test::random_integers<long long>(100, 0, bins - 1)) {
+      // The first sample of bin `edge`: lower + ceil(edge * span / bins), and the one before.
+      const long long first = lower + (long long)((__int128(edge) * span + bins - 1) / bins);
+      for (const long long s : {first - 1, first, first + 1}) {
+        if (s >= lower && s < upper) samples.push_back(int(s));
+      }
+    }
+    samples.push_back(int(lower));
+    samples.push_back(int(upper - 1));
+    expect_binning_matches_reference(samples, bins, int(lower), int(upper));
+  }
+}
+
 TEST(binning, floating_samples) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();

@@ -7,6 +7,7 @@
 #include "core/error.cuh"
 #include "core/memory.cuh"
 #include "core/operators.cuh"
+#include "histogram.cuh"
 #include "reduce.cuh"
 #include "scan.cuh"
 #include "textbook.cuh"

@@ -1,10 +1,14 @@
-// The bin of a sample under histogram_even's rule, shared by every histogram kernel.
+// The bin of a sample, shared by every histogram kernel: even bins (histogram_even) and
+// bins bounded by a sorted array of levels (histogram_range).
 //
-// Bin b covers [lower + b*w, lower + (b+1)*w) with w = (upper - lower) / num_bins.
+// Even bins: bin b covers [lower + b*w, lower + (b+1)*w) with w = (upper - lower) / num_bins.
 // Integer samples with integer levels are binned exactly: ((s - lower) * num_bins) /
-// (upper - lower) in an unsigned type wide enough that the product cannot overflow (64 bits
-// for 32-bit operands, 128 bits once either is 64-bit). Anything else is binned in double,
-// clamped so that a sample just below `upper` lands in the last bin despite rounding.
+// (upper - lower). A kernel cannot afford that 64-bit (or 128-bit) division per sample, so
+// the quotient is estimated in double, where it is off by at most one, and corrected with
+// two exact multiplications; when the range equals num_bins the offset is the bin.
+// Anything else is binned in double as (s - lower) * (num_bins / (upper - lower)), the
+// scale computed once, clamped so that a sample just below `upper` lands in the last bin
+// despite rounding.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,9 +30,18 @@ class even_binning {
   using arithmetic = std::conditional_t<exact, signed_wide, double>;
 
  public:
+  even_binning() = default;
   // The caller has checked num_bins > 0 and lower < upper.
   even_binning(int num_bins, Level lower, Level upper)
-      : num_bins_(num_bins), lower_(arithmetic(lower)), upper_(arithmetic(upper)) {}
+      : num_bins_(num_bins), lower_(arithmetic(lower)), upper_(arithmetic(upper)) {
+    if constexpr (exact) {
+      range_ = unsigned_wide(upper_ - lower_);
+      offset_is_bin_ = range_ == unsigned_wide(num_bins);
+      scale_ = double(num_bins) / double(range_);
+    } else {
+      scale_ = double(num_bins) / (upper_ - lower_);
+    }
+  }
 
   // The sample's bin, or -1 when it is outside [lower, upper) or NaN.
   __host__ __device__ int operator()(Sample sample) const {
@@ -36,32 +49,97 @@ class even_binning {
     if (!(s >= lower_ && s < upper_)) return -1;
     if constexpr (exact) {
       const auto offset = unsigned_wide(s - lower_);
-      const auto range = unsigned_wide(upper_ - lower_);
-      return int(offset * unsigned_wide(num_bins_) / range);
+      if (offset_is_bin_) return int(offset);
+      // |estimate - quotient| < quotient * 2^-51 < 1: a floor one off at most, either way.
+      int bin = int(double(offset) * scale_);
+      bin = bin < num_bins_ ? bin : num_bins_ - 1;
+      const unsigned_wide product = offset * unsigned_wide(num_bins_);
+      const unsigned_wide bin_start = unsigned_wide(bin) * range_;
+      if (bin_start > product) return bin - 1;
+      if (bin_start + range_ <= product) return bin + 1;
+      return bin;
     } else {
-      const int bin = int((s - lower_) * num_bins_ / (upper_ - lower_));
+      const int bin = int((s - lower_) * scale_);
       return bin < num_bins_ ? bin : num_bins_ - 1;
     }
   }
 
+  __host__ __device__ int num_bins() const { return num_bins_; }
+
  private:
-  int num_bins_;
-  arithmetic lower_;
-  arithmetic upper_;
+  int num_bins_ = 0;
+  arithmetic lower_{};
+  arithmetic upper_{};
+  double scale_ = 0;
+  std::conditional_t<exact, unsigned_wide, char> range_{};
+  bool offset_is_bin_ = false;
 };
 
-// The start of every histogram_even: checks the arguments, zeroes `hist` on `stream`, and
-// returns the binning they describe.
+// Bins bounded by `levels` (num_bins + 1 of them, ascending, in device memory): bin b holds
+// levels[b] <= s < levels[b + 1]. Compared in the type both convert to without loss where
+// one exists (a signed 64-bit or 128-bit integer, else double). Levels that are not
+// ascending give meaningless counts but never a bin outside [0, num_bins).
+template <class Sample, class Level>
+class range_binning {
+  static constexpr bool exact = std::is_integral_v<Sample> && std::is_integral_v<Level>;
+  static constexpr bool needs_128_bits = exact && (sizeof(Sample) == 8 || sizeof(Level) == 8);
+  using arithmetic =
+      std::conditional_t<exact, std::conditional_t<needs_128_bits, __int128, long long>, double>;
+
+ public:
+  range_binning() = default;
+  range_binning(int num_bins, const Level* levels) : num_bins_(num_bins), levels_(levels) {}
+
+  __device__ int operator()(Sample sample) const {
+    const arithmetic s = arithmetic(sample);
+    if (!(s >= level(0) && s < level(num_bins_))) return -1;
+    // The last level <= s, by bisection over [0, num_bins).
+    int low = 0, count = num_bins_;
+    while (count > 1) {
+      const int half = count / 2;
+      if (level(low + half) <= s) {
+        low += half;
+        count -= half;
+      } else {
+        count = half;
+      }
+    }
+    return low;
+  }
+
+  __host__ __device__ int num_bins() const { return num_bins_; }
+
+ private:
+  __device__ arithmetic level(int b) const { return arithmetic(__ldg(levels_ + b)); }
+
+  int num_bins_ = 0;
+  const Level* levels_ = nullptr;
+};
+
+// The checks every histogram makes before it launches anything.
+template <class Sample, class Counter>
+void require_histogram_buffers(const Sample* samples, std::size_t n, const Counter* hist,
+                               int num_bins, const char* function) {
+  require(num_bins > 0, function, "num_bins", "must be positive");
+  require_buffer(samples, n, function, "samples");
+  require_buffer(hist, std::size_t(num_bins), function, "hist");
+  require_disjoint(samples, n, hist, std::size_t(num_bins), function, "samples", "hist");
+}
+
+template <class Level>
+void require_even_levels(Level lower, Level upper, const char* function) {
+  require(lower < upper, function, "upper", "must be greater than 'lower' (and neither NaN)");
+}
+
+// The start of every textbook histogram_even: checks the arguments, zeroes `hist` on
+// `stream`, and returns the binning they describe.
 template <class Sample, class Counter, class Level>
 even_binning<Sample, Level> start_histogram_even(const Sample* samples, std::size_t n,
                                                  Counter* hist, int num_bins, Level lower,
                                                  Level upper, cudaStream_t stream,
                                                  const char* function) {
-  require(num_bins > 0, function, "num_bins", "must be positive");
-  require(lower < upper, function, "upper", "must be greater than 'lower' (and neither NaN)");
-  require_buffer(samples, n, function, "samples");
-  require_buffer(hist, std::size_t(num_bins), function, "hist");
-  require_disjoint(samples, n, hist, std::size_t(num_bins), function, "samples", "hist");
+  require_histogram_buffers(samples, n, hist, num_bins, function);
+  require_even_levels(lower, upper, function);
   check_cuda(cudaMemsetAsync(hist, 0, sizeof(Counter) * std::size_t(num_bins), stream), function,
              "cudaMemsetAsync");
   return even_binning<Sample, Level>(num_bins, lower, upper);

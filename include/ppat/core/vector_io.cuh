@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <cuda_pipeline.h>
 
@@ -61,6 +62,36 @@ __device__ void stage_items(const T* from, T* to_shared) {
 __device__ inline void wait_for_staging() {
   __pipeline_commit();
   __pipeline_wait_prior(0);
+}
+
+// WORDS 32-bit words (a multiple of 4) read as WORDS / 4 16-byte accesses from a 16-byte
+// aligned address. Items stay packed in the words until item_in_words() takes one out: an
+// array of small items would spread over a register each.
+template <int WORDS>
+__device__ void load_words(const void* from, unsigned (&words)[WORDS]) {
+  static_assert(WORDS % 4 == 0, "whole 16-byte accesses");
+#pragma unroll
+  for (int v = 0; v < WORDS / 4; ++v) {
+    const uint4 raw = reinterpret_cast<const uint4*>(from)[v];
+    words[4 * v] = raw.x;
+    words[4 * v + 1] = raw.y;
+    words[4 * v + 2] = raw.z;
+    words[4 * v + 3] = raw.w;
+  }
+}
+
+// Item `j` of the T items packed in `words` (j a compile-time constant after unrolling).
+template <class T, int WORDS>
+__device__ T item_in_words(const unsigned (&words)[WORDS], int j) {
+  T item;
+  if constexpr (sizeof(T) >= 4) {
+    std::memcpy(&item, &words[j * int(sizeof(T)) / 4], sizeof(T));
+  } else {
+    using bits = std::conditional_t<sizeof(T) == 1, std::uint8_t, std::uint16_t>;
+    const bits low = bits(words[j * int(sizeof(T)) / 4] >> (8 * (j * int(sizeof(T)) % 4)));
+    std::memcpy(&item, &low, sizeof(T));
+  }
+  return item;
 }
 
 inline bool aligned_to(const void* pointer, std::size_t bytes) {

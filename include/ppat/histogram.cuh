@@ -1,0 +1,493 @@
+// Production histograms: private counters in shared memory, sized at run time.
+//
+//   ppat::histogram_even(samples, n, hist, num_bins, lower, upper, stream)
+//   ppat::histogram_range(samples, n, hist, num_bins, levels, stream)
+//   ppat::multi_histogram_even<Channels, Active>(pixels, num_pixels, hist, num_bins, lower,
+//                                                upper, stream)
+//   ppat::histogram_even_weighted(samples, weights, n, hist, num_bins, lower, upper, stream)
+//
+// Each call zeroes `hist`, then counts into it. The bins (of all channels together) decide
+// where a block keeps its counters:
+//   shared   they fit one block's shared memory: the block counts into R copies of the
+//            histogram (R a power of two up to 32, as many as fit), lane l into copy l % R.
+//            A bin's copies sit side by side, so with 32 copies the lanes of a warp touch 32
+//            different banks whatever the samples are: skew costs nothing.
+//   cluster  they fit the shared memory of a thread-block cluster (Hopper, up to 8 blocks):
+//            each block holds a slice of the bins, and a sample is counted in the block that
+//            holds its bin, through distributed shared memory.
+//   global   more bins than that: atomics on `hist` itself, in the L2.
+// Where lanes of a warp can meet on one counter (fewer than 32 copies, a cluster, global),
+// lanes whose samples fall in the same bin are merged first (__match_any_sync) and one of
+// them adds the count: a warp never queues 32 deep on one counter.
+//
+// Samples are read in chunks of whole pixels that make whole 16-byte vectors. Pixels before
+// the first 16-byte aligned one, and after the last whole chunk, are read one at a time.
+// Counts in shared memory are 32-bit; a launch gives no block more than 2^31 samples, so
+// they never wrap, and 64-bit counters in `hist` count past 2^32.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/arguments.cuh"
+#include "core/atomic.cuh"
+#include "core/binning.cuh"
+#include "core/device.cuh"
+#include "core/error.cuh"
+#include "core/launch.cuh"
+#include "core/vector_io.cuh"
+#include "core/warp.cuh"
+
+namespace ppat {
+namespace detail {
+
+struct unweighted {};  // the weight type of a plain count: every sample adds one
+
+template <int Channels, int Active, class Sample, class Weight, class Binning, class Counter>
+void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
+                  const std::array<Counter*, Active>& hist,
+                  const std::array<Binning, Active>& binning, cudaStream_t stream,
+                  const char* function);
+
+}  // namespace detail
+
+template <class Sample, class Counter, class Level>
+void histogram_even(const Sample* samples, std::size_t n, Counter* hist, int num_bins, Level lower,
+                    Level upper, cudaStream_t stream = 0) {
+  constexpr const char* function = "ppat::histogram_even";
+  detail::require_histogram_buffers(samples, n, hist, num_bins, function);
+  detail::require_even_levels(lower, upper, function);
+  using binning = detail::even_binning<Sample, Level>;
+  detail::count_pixels<1, 1>(
+      samples, static_cast<const detail::unweighted*>(nullptr), n, std::array<Counter*, 1>{hist},
+      std::array<binning, 1>{binning(num_bins, lower, upper)}, stream, function);
+}
+
+template <class Sample, class Counter, class Level>
+void histogram_range(const Sample* samples, std::size_t n, Counter* hist, int num_bins,
+                     const Level* levels, cudaStream_t stream = 0) {
+  constexpr const char* function = "ppat::histogram_range";
+  detail::require_histogram_buffers(samples, n, hist, num_bins, function);
+  const std::size_t num_levels = std::size_t(num_bins) + 1;
+  detail::require_buffer(levels, num_levels, function, "levels");
+  detail::require_disjoint(levels, num_levels, hist, std::size_t(num_bins), function, "levels",
+                           "hist");
+  using binning = detail::range_binning<Sample, Level>;
+  detail::count_pixels<1, 1>(samples, static_cast<const detail::unweighted*>(nullptr), n,
+                             std::array<Counter*, 1>{hist},
+                             std::array<binning, 1>{binning(num_bins, levels)}, stream, function);
+}
+
+// Pixels of `Channels` interleaved samples; the first `ActiveChannels` channels are counted,
+// each into its own histogram with its own bins.
+template <int Channels, int ActiveChannels, class Sample, class Counter, class Level>
+void multi_histogram_even(const Sample* pixels, std::size_t num_pixels,
+                          std::array<Counter*, ActiveChannels> hist,
+                          std::array<int, ActiveChannels> num_bins,
+                          std::array<Level, ActiveChannels> lower,
+                          std::array<Level, ActiveChannels> upper, cudaStream_t stream = 0) {
+  static_assert(1 <= ActiveChannels && ActiveChannels <= Channels,
+                "between 1 and Channels channels are counted");
+  constexpr const char* function = "ppat::multi_histogram_even";
+  const std::size_t samples =
+      detail::checked_element_count(num_pixels, Channels, sizeof(Sample), function);
+  using binning = detail::even_binning<Sample, Level>;
+  std::array<binning, ActiveChannels> bins_of;
+  for (int c = 0; c < ActiveChannels; ++c) {
+    detail::require_histogram_buffers(pixels, samples, hist[c], num_bins[c], function);
+    detail::require_even_levels(lower[c], upper[c], function);
+    for (int d = 0; d < c; ++d) {
+      detail::require_disjoint(hist[d], std::size_t(num_bins[d]), hist[c], std::size_t(num_bins[c]),
+                               function, "hist", "hist");
+    }
+    bins_of[c] = binning(num_bins[c], lower[c], upper[c]);
+  }
+  detail::count_pixels<Channels, ActiveChannels>(pixels,
+                                                 static_cast<const detail::unweighted*>(nullptr),
+                                                 num_pixels, hist, bins_of, stream, function);
+}
+
+// Each sample adds its weight to its bin. Weights and counters are float or double. The
+// additions meet in atomics, so the last bits of a bin may differ from run to run.
+template <class Sample, class Weight, class Counter, class Level>
+void histogram_even_weighted(const Sample* samples, const Weight* weights, std::size_t n,
+                             Counter* hist, int num_bins, Level lower, Level upper,
+                             cudaStream_t stream = 0) {
+  static_assert(std::is_floating_point_v<Weight> && std::is_floating_point_v<Counter>,
+                "weights and weighted counters are float or double");
+  constexpr const char* function = "ppat::histogram_even_weighted";
+  detail::require_histogram_buffers(samples, n, hist, num_bins, function);
+  detail::require_buffer(weights, n, function, "weights");
+  detail::require_disjoint(weights, n, hist, std::size_t(num_bins), function, "weights", "hist");
+  detail::require_even_levels(lower, upper, function);
+  using binning = detail::even_binning<Sample, Level>;
+  detail::count_pixels<1, 1>(samples, weights, n, std::array<Counter*, 1>{hist},
+                             std::array<binning, 1>{binning(num_bins, lower, upper)}, stream,
+                             function);
+}
+
+namespace detail {
+
+enum class histogram_tier { shared, cluster, global };
+
+constexpr int histogram_threads = 1024;
+constexpr int max_cluster_blocks = 8;  // the portable cluster size
+constexpr int max_copies_log2 = 5;     // 32 copies: one per lane
+
+// The fewest whole pixels that make whole 16-byte vectors of samples, and of weights.
+template <int Channels, class Sample, class Weight>
+constexpr int chunk_items() {
+  for (int k = Channels;; k += Channels) {
+    const bool whole_samples = k * sizeof(Sample) % 16 == 0;
+    const bool whole_weights = std::is_same_v<Weight, unweighted> || k * sizeof(Weight) % 16 == 0;
+    if (whole_samples && whole_weights) return k;
+  }
+}
+
+// Everything a histogram kernel needs, passed by value.
+template <int Channels, int Active, class Sample, class Weight, class Binning, class Counter>
+struct histogram_job {
+  static constexpr int channels = Channels;
+  static constexpr int active = Active;
+  static constexpr bool weighted = !std::is_same_v<Weight, unweighted>;
+  static constexpr int chunk = chunk_items<Channels, Sample, Weight>();
+  // 64 bytes of samples a thread in flight.
+  static constexpr int chunks_per_step = std::max(1, int(64 / (chunk * sizeof(Sample))));
+  using sample_type = Sample;
+  using weight_type = Weight;
+  using counter_type = Counter;
+  using shared_counter = std::conditional_t<weighted, Counter, unsigned>;
+
+  const Sample* pixels;
+  const Weight* weights;
+  std::size_t num_pixels;
+  std::size_t head_pixels;  // read one at a time; then `chunks` chunks; then the rest
+  std::size_t chunks;
+  Binning binning[Active];
+  Counter* hist[Active];
+  int first_bin[Active];  // where channel c's bins start among all channels' bins
+  int total_bins;         // shared, cluster: of all channels
+  int copies_log2;        // shared: copies of the histogram in a block
+  int slice_log2;         // cluster: bins held by each block of a cluster
+  bool merge_lanes;       // merge a warp's equal bins before each atomic
+};
+
+template <histogram_tier Tier, class Job>
+__global__ void histogram_kernel(const Job job);
+
+template <histogram_tier Tier, class Job>
+void launch_histogram(Job job, int cluster_blocks, std::size_t shared_bytes,
+                      const device_limits& limits, cudaStream_t stream, const char* function);
+
+// The first pixel from which samples (and weights) can be read as 16-byte vectors, or
+// num_pixels when none can.
+template <int Channels, class Sample, class Weight>
+std::size_t first_aligned_pixel(const Sample* pixels, const Weight* weights,
+                                std::size_t num_pixels) {
+  // Pixel starts repeat their offset modulo 16 bytes within 16 pixels.
+  for (std::size_t p = 0; p <= 16 && p < num_pixels; ++p) {
+    const bool weights_aligned = std::is_same_v<Weight, unweighted> || aligned_to(weights + p, 16);
+    if (aligned_to(pixels + p * Channels, 16) && weights_aligned) return p;
+  }
+  return num_pixels;
+}
+
+template <int Channels, int Active, class Sample, class Weight, class Binning, class Counter>
+void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
+                  const std::array<Counter*, Active>& hist,
+                  const std::array<Binning, Active>& binning, cudaStream_t stream,
+                  const char* function) {
+  using job_type = histogram_job<Channels, Active, Sample, Weight, Binning, Counter>;
+  using shared_counter = typename job_type::shared_counter;
+  long long total_bins = 0;
+  job_type job{};
+  for (int c = 0; c < Active; ++c) {
+    check_cuda(
+        cudaMemsetAsync(hist[c], 0, sizeof(Counter) * std::size_t(binning[c].num_bins()), stream),
+        function, "cudaMemsetAsync");
+    job.binning[c] = binning[c];
+    job.hist[c] = hist[c];
+    job.first_bin[c] = int(std::min<long long>(total_bins, INT32_MAX));
+    total_bins += binning[c].num_bins();
+  }
+  if (num_pixels == 0) return;
+  job.pixels = pixels;
+  job.weights = weights;
+  job.num_pixels = num_pixels;
+  job.merge_lanes = !job_type::weighted;
+
+  const auto& limits = limits_of(stream, function);
+  const long long block_counters =
+      limits.shared_bytes_per_block_optin / (long long)sizeof(shared_counter);
+  job.total_bins = int(std::min<long long>(total_bins, INT32_MAX));
+  if (total_bins <= block_counters) {
+    int copies_log2 = 0;
+    while (copies_log2 < max_copies_log2 && (total_bins << (copies_log2 + 1)) <= block_counters)
+      ++copies_log2;
+    job.copies_log2 = copies_log2;
+    job.merge_lanes = job.merge_lanes && copies_log2 < max_copies_log2;
+    const std::size_t bytes = std::size_t(total_bins << copies_log2) * sizeof(shared_counter);
+    launch_histogram<histogram_tier::shared>(job, 1, bytes, limits, stream, function);
+    return;
+  }
+  int slice_log2 = 0;
+  while ((2ll << slice_log2) <= block_counters)
+    ++slice_log2;
+  const long long cluster_blocks = (total_bins + (1ll << slice_log2) - 1) >> slice_log2;
+  if (limits.cluster_launch && cluster_blocks <= max_cluster_blocks) {
+    cudaFuncAttributes compiled{};
+    check_cuda(
+        cudaFuncGetAttributes(&compiled, histogram_kernel<histogram_tier::cluster, job_type>),
+        function, "cudaFuncGetAttributes");
+    if (compiled.ptxVersion >= 90) {  // compiled with clusters
+      job.slice_log2 = slice_log2;
+      const std::size_t bytes = (std::size_t(1) << slice_log2) * sizeof(shared_counter);
+      launch_histogram<histogram_tier::cluster>(job, int(cluster_blocks), bytes, limits, stream,
+                                                function);
+      return;
+    }
+  }
+  launch_histogram<histogram_tier::global>(job, 1, 0, limits, stream, function);
+}
+
+// Launches as many blocks (or clusters) as fit on the GPU at once, each reading a
+// block-strided share of the chunks. Launches split the pixels so that no block counts more
+// than 2^31 samples into its 32-bit counters.
+template <histogram_tier Tier, class Job>
+void launch_histogram(Job job, int cluster_blocks, std::size_t shared_bytes,
+                      const device_limits& limits, cudaStream_t stream, const char* function) {
+  constexpr int threads = histogram_threads;
+  const auto kernel = histogram_kernel<Tier, Job>;
+  allow_dynamic_shared_bytes(kernel, shared_bytes, function);
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster_shape{};
+  cluster_shape.id = cudaLaunchAttributeClusterDimension;
+  cluster_shape.val.clusterDim.x = unsigned(cluster_blocks);
+  cluster_shape.val.clusterDim.y = 1;
+  cluster_shape.val.clusterDim.z = 1;
+  if (Tier == histogram_tier::cluster) {
+    config.attrs = &cluster_shape;
+    config.numAttrs = 1;
+  }
+
+  std::size_t resident_blocks = 0;
+  if (Tier == histogram_tier::cluster) {
+    config.gridDim = dim3(unsigned(cluster_blocks));
+    int clusters = 0;
+    check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config), function,
+               "cudaOccupancyMaxActiveClusters");
+    resident_blocks = std::size_t(std::max(clusters, 1)) * cluster_blocks;
+  } else {
+    int per_sm = 0;
+    check_cuda(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
+        function, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    resident_blocks = std::size_t(std::max(per_sm, 1)) * limits.sm_count;
+  }
+  // A cluster's counters take the samples of all its blocks.
+  const std::size_t counting_units = resident_blocks / cluster_blocks;
+  const std::size_t launch_pixels =
+      Tier == histogram_tier::global
+          ? SIZE_MAX
+          : counting_units * ((std::size_t(1) << 31) / Job::channels) / 16 * 16;
+
+  constexpr int chunk = Job::chunk;
+  constexpr int step_chunks = threads * Job::chunks_per_step;
+  const auto* pixels = job.pixels;
+  const auto* weights = job.weights;
+  const std::size_t num_pixels = job.num_pixels;
+  for (std::size_t first = 0; first < num_pixels; first += launch_pixels) {
+    job.num_pixels = std::min(launch_pixels, num_pixels - first);
+    job.pixels = pixels + first * Job::channels;
+    if constexpr (Job::weighted) job.weights = weights + first;
+    job.head_pixels = first_aligned_pixel<Job::channels>(job.pixels, job.weights, job.num_pixels);
+    job.chunks = (job.num_pixels - job.head_pixels) * Job::channels / chunk;
+    const std::size_t loose_pixels = job.num_pixels - job.chunks * chunk / Job::channels;
+    const std::size_t wanted = std::max(
+        {ceil_div(job.chunks, step_chunks), ceil_div(loose_pixels, threads), std::size_t(1)});
+    const std::size_t blocks =
+        ceil_div(std::min(wanted, resident_blocks), std::size_t(cluster_blocks)) * cluster_blocks;
+    config.gridDim = dim3(unsigned(blocks));
+    check_cuda(cudaLaunchKernelEx(&config, kernel, job), function, "histogram_kernel");
+  }
+}
+
+// Distributed shared memory, which only compute capability 9.0 and later has; the host
+// never picks the cluster tier for code compiled without it.
+__device__ inline void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+#else
+  __trap();
+#endif
+}
+
+__device__ inline int cluster_rank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return int(cooperative_groups::this_cluster().block_rank());
+#else
+  __trap();
+  return 0;
+#endif
+}
+
+template <class T>
+__device__ T* cluster_shared(T* local, int rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return cooperative_groups::this_cluster().map_shared_rank(local, rank);
+#else
+  __trap();
+  return local;
+#endif
+}
+
+template <histogram_tier Tier>
+__device__ void sync_counters() {
+  if constexpr (Tier == histogram_tier::cluster) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+}
+
+template <histogram_tier Tier, class Job>
+__global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job job) {
+  using Sample = typename Job::sample_type;
+  using Weight = typename Job::weight_type;
+  using Counter = typename Job::counter_type;
+  using shared_counter = typename Job::shared_counter;
+  constexpr int channels = Job::channels;
+  constexpr int chunk = Job::chunk;
+  constexpr int steps = Job::chunks_per_step;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto* counters = reinterpret_cast<shared_counter*>(shared_bytes);
+  const int lane = lane_id();
+  const int copies = 1 << job.copies_log2;
+  const int slice = 1 << job.slice_log2;
+
+  if constexpr (Tier == histogram_tier::shared) {
+    for (int i = threadIdx.x; i < job.total_bins << job.copies_log2; i += blockDim.x)
+      counters[i] = shared_counter(0);
+  } else if constexpr (Tier == histogram_tier::cluster) {
+    for (int i = threadIdx.x; i < slice; i += blockDim.x)
+      counters[i] = shared_counter(0);
+  }
+  if constexpr (Tier != histogram_tier::global) sync_counters<Tier>();
+
+  const auto add = [&](int channel, int bin, shared_counter amount) {
+    if constexpr (Tier == histogram_tier::shared) {
+      const int copy = lane & (copies - 1);
+      atomicAdd(&counters[((job.first_bin[channel] + bin) << job.copies_log2) + copy], amount);
+    } else if constexpr (Tier == histogram_tier::cluster) {
+      const int all_bin = job.first_bin[channel] + bin;
+      atomicAdd(cluster_shared(counters, all_bin >> job.slice_log2) + (all_bin & (slice - 1)),
+                amount);
+    } else {
+      atomic_add(job.hist[channel] + bin, Counter(amount));
+    }
+  };
+  // Every thread of the block calls this the same number of times: merging lanes needs the
+  // whole warp, so lanes without a sample come with valid == false.
+  const auto count = [&](int channel, Sample sample, shared_counter amount, bool valid) {
+    const int bin = valid ? job.binning[channel](sample) : -1;
+    if constexpr (!Job::weighted) {
+      if (job.merge_lanes) {
+        const unsigned peers = __match_any_sync(full_warp, bin);
+        if (bin >= 0 && lane == __ffs(peers) - 1) add(channel, bin, __popc(peers));
+        return;
+      }
+    }
+    if (bin >= 0) add(channel, bin, amount);
+  };
+
+  // The chunks: `steps` per thread at a time, each step's loads issued before any counting.
+  const std::size_t grid_threads = std::size_t(gridDim.x) * blockDim.x;
+  const Sample* body = job.pixels + job.head_pixels * channels;
+  constexpr int sample_words = chunk * int(sizeof(Sample)) / 4;
+  constexpr int weight_words = Job::weighted ? chunk * int(sizeof(Weight)) / 4 : 4;
+  for (std::size_t base = std::size_t(blockIdx.x) * blockDim.x * steps; base < job.chunks;
+       base += grid_threads * steps) {
+    unsigned samples[steps][sample_words];
+    unsigned weights[steps][weight_words];
+    bool valid[steps];
+#pragma unroll
+    for (int s = 0; s < steps; ++s) {
+      const std::size_t c = base + std::size_t(s) * blockDim.x + threadIdx.x;
+      valid[s] = c < job.chunks;
+      if (valid[s]) {
+        load_words(body + c * chunk, samples[s]);
+        if constexpr (Job::weighted)
+          load_words(job.weights + job.head_pixels + c * chunk, weights[s]);
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < steps; ++s) {
+#pragma unroll
+      for (int j = 0; j < chunk; ++j) {
+        if (j % channels >= Job::active) continue;
+        shared_counter amount = 1;
+        if constexpr (Job::weighted) amount = shared_counter(item_in_words<Weight>(weights[s], j));
+        count(j % channels, item_in_words<Sample>(samples[s], j), amount, valid[s]);
+      }
+    }
+  }
+
+  // The pixels read one at a time: those before the chunks, then those after.
+  const std::size_t chunk_pixels = job.chunks * (chunk / channels);
+  const std::size_t loose_pixels = job.num_pixels - chunk_pixels;
+  for (std::size_t base = std::size_t(blockIdx.x) * blockDim.x; base < loose_pixels;
+       base += grid_threads) {
+    const std::size_t i = base + threadIdx.x;
+    const bool valid = i < loose_pixels;
+    const std::size_t pixel = i < job.head_pixels ? i : i + chunk_pixels;
+#pragma unroll
+    for (int c = 0; c < Job::active; ++c) {
+      shared_counter amount = 1;
+      if constexpr (Job::weighted) amount = valid ? shared_counter(job.weights[pixel]) : 0;
+      count(c, valid ? job.pixels[pixel * channels + c] : Sample{}, amount, valid);
+    }
+  }
+
+  // Add this block's counters (all its copies, or its slice of the cluster's) to `hist`.
+  if constexpr (Tier == histogram_tier::shared) {
+    sync_counters<Tier>();
+    using total = std::conditional_t<Job::weighted, Counter, unsigned long long>;
+#pragma unroll
+    for (int c = 0; c < Job::active; ++c) {
+      for (int b = threadIdx.x; b < job.binning[c].num_bins(); b += blockDim.x) {
+        const int all_bin = job.first_bin[c] + b;
+        total sum = 0;
+        // Starting at a different copy in each lane keeps the lanes on different banks.
+        for (int r = 0; r < copies; ++r)
+          sum += counters[(all_bin << job.copies_log2) + ((r + all_bin) & (copies - 1))];
+        if (sum != total(0)) atomic_add(job.hist[c] + b, Counter(sum));
+      }
+    }
+  } else if constexpr (Tier == histogram_tier::cluster) {
+    sync_counters<Tier>();
+    const int first = cluster_rank() * slice;
+#pragma unroll
+    for (int c = 0; c < Job::active; ++c) {
+      const int begin = max(first, job.first_bin[c]);
+      const int end = min(first + slice, job.first_bin[c] + job.binning[c].num_bins());
+      for (int all_bin = begin + int(threadIdx.x); all_bin < end; all_bin += blockDim.x) {
+        const shared_counter value = counters[all_bin - first];
+        if (value != shared_counter(0)) {
+          atomic_add(job.hist[c] + (all_bin - job.first_bin[c]), Counter(value));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace ppat
