@@ -76,6 +76,11 @@ TEST(binning, integer_extremes_need_wide_arithmetic) {
   const std::uint32_t top = std::numeric_limits<std::uint32_t>::max();
   expect_binning_matches_reference(std::vector<std::uint32_t>{0u, 1u, top / 2, top - 1, top},
                                    std::numeric_limits<int>::max(), 0u, top);
+  // Samples and levels from different 32-bit domains take 64-bit arithmetic.
+  expect_binning_matches_reference(std::vector<std::uint32_t>{0u, 5u, top - 5, top}, 1000, -10,
+                                   std::numeric_limits<int>::max());
+  expect_binning_matches_reference(std::vector<std::int16_t>{-32768, -100, -1, 0, 32767}, 77, 0u,
+                                   top);
   const std::uint64_t top64 = std::numeric_limits<std::uint64_t>::max();
   expect_binning_matches_reference(
       std::vector<std::uint64_t>{0, 1, top64 / 3, top64 - 2, top64 - 1, top64}, 1 << 20,

@@ -232,14 +232,15 @@ std::vector<int> spread_over(int bins, std::size_t n, const std::string& distrib
   return samples;
 }
 
-// Bin counts on both sides of each change in how counters are held on an H200 (58112 32-bit
-// counters a block): 32 copies up to 1816 bins, fewer above, a cluster above 58112 bins,
-// global atomics above 8 blocks' worth (262144).
+// Bin counts on both sides of each change in how counters are held on an H200 (232448 bytes
+// of shared memory a block; one slot per bin and one for samples not counted): 32 copies of
+// 32-bit counters up to 1815 bins, fewer copies up to 58111, 16-bit counters up to 116222,
+// a cluster up to 262143, global atomics above.
 TEST(histogram_even_production, every_way_of_holding_counters) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 300007;
-  for (int bins : {1816, 1817, 4096, 58112, 58113, 131072, 262144, 262145}) {
+  for (int bins : {1815, 1816, 4096, 58111, 58112, 65536, 116222, 116223, 131072, 262143, 262144}) {
     for (const char* distribution : {"uniform", "one bin", "zipf"}) {
       const auto samples = spread_over(bins, n, distribution);
       check_histogram<std::uint32_t>(samples, bins, 0, bins, distribution, production_only);
@@ -250,6 +251,25 @@ TEST(histogram_even_production, every_way_of_holding_counters) {
                        production_only);
   check_histogram<unsigned long long>(uniform<int>(n, -70000, 70000), 300001, -65536, 65537,
                                       "i32 odd range, global", production_only);
+}
+
+// 16-bit counters wrap many times: two hot bins sharing one 32-bit word (the low half's
+// carries land in a high half that wraps too), a hot bin alone in a high half, and a hot
+// last bin whose high half is the not-counted slot; the rest spread thin.
+TEST(histogram_even_production, packed_counters_wrap) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = std::size_t{1} << 26;
+  if (!ppat_test::fits_item_budget(n)) return;
+  const int bins = 60001;  // odd: the last bin is a low half
+  const auto picks = uniform<int>(n, 0, 9);
+  auto samples = uniform<int>(n, -5, bins + 5);
+  const int hot[] = {1000, 1001, 4321, bins - 1};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (picks[i] < 8) samples[i] = hot[picks[i] / 2];
+  }
+  check_histogram<std::uint32_t>(samples, bins, 0, bins, "hot bins", production_only);
+  check_histogram<unsigned long long>(samples, bins, 0, bins, "hot bins", production_only);
 }
 
 // Every count from 1 to 40 and a large prime, each from every offset within 16 bytes of

@@ -134,7 +134,7 @@ void histogram_even_weighted(const Sample* samples, const Weight* weights, std::
 
 namespace detail {
 
-enum class histogram_tier { shared, cluster, global };
+enum class histogram_tier { shared, packed, cluster, global };
 
 constexpr int histogram_threads = 1024;
 constexpr int max_cluster_blocks = 8;  // the portable cluster size
@@ -171,15 +171,20 @@ struct histogram_job {
   std::size_t chunks;
   Binning binning[Active];
   Counter* hist[Active];
-  int first_bin[Active];  // where channel c's bins start among all channels' bins
-  int total_bins;         // shared, cluster: of all channels
-  int copies_log2;        // shared: copies of the histogram in a block
-  int slice_log2;         // cluster: bins held by each block of a cluster
-  bool merge_lanes;       // merge a warp's equal bins before each atomic
+  // The counters of all channels in one row: channel c's bins from first_slot[c], then one
+  // slot where the shared tier adds the samples it does not count, so that every sample
+  // takes the same path.
+  int first_slot[Active];
+  int total_slots;
+  int copies_log2;  // shared, packed: copies of the histogram in a block
+  int slice_log2;   // cluster: slots held by each block of a cluster
 };
 
 template <histogram_tier Tier, class Job>
 __global__ void histogram_kernel(const Job job);
+template <class Job>
+__device__ void add_packed(const Job& job, unsigned my_copy, unsigned copy_stride, int channel,
+                           int bin, int slot);
 
 template <histogram_tier Tier, class Job>
 void launch_histogram(Job job, int cluster_blocks, std::size_t shared_bytes,
@@ -205,7 +210,7 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
                   const char* function) {
   using job_type = histogram_job<Channels, Active, Sample, Weight, Binning, Counter>;
   using shared_counter = typename job_type::shared_counter;
-  long long total_bins = 0;
+  long long total_slots = 0;
   job_type job{};
   for (int c = 0; c < Active; ++c) {
     check_cuda(
@@ -213,33 +218,41 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
         function, "cudaMemsetAsync");
     job.binning[c] = binning[c];
     job.hist[c] = hist[c];
-    job.first_bin[c] = int(std::min<long long>(total_bins, INT32_MAX));
-    total_bins += binning[c].num_bins();
+    job.first_slot[c] = int(std::min<long long>(total_slots, INT32_MAX));
+    total_slots += binning[c].num_bins() + 1;
   }
   if (num_pixels == 0) return;
   job.pixels = pixels;
   job.weights = weights;
   job.num_pixels = num_pixels;
-  job.merge_lanes = !job_type::weighted;
+  job.total_slots = int(std::min<long long>(total_slots, INT32_MAX));
 
   const auto& limits = limits_of(stream, function);
-  const long long block_counters =
-      limits.shared_bytes_per_block_optin / (long long)sizeof(shared_counter);
-  job.total_bins = int(std::min<long long>(total_bins, INT32_MAX));
-  if (total_bins <= block_counters) {
+  const long long block_bytes = limits.shared_bytes_per_block_optin;
+  const long long counter_bytes = sizeof(shared_counter);
+  if (total_slots * counter_bytes <= block_bytes) {
     int copies_log2 = 0;
-    while (copies_log2 < max_copies_log2 && (total_bins << (copies_log2 + 1)) <= block_counters)
+    while (copies_log2 < max_copies_log2 &&
+           (total_slots << (copies_log2 + 1)) * counter_bytes <= block_bytes)
       ++copies_log2;
     job.copies_log2 = copies_log2;
-    job.merge_lanes = job.merge_lanes && copies_log2 < max_copies_log2;
-    const std::size_t bytes = std::size_t(total_bins << copies_log2) * sizeof(shared_counter);
+    const std::size_t bytes = std::size_t(total_slots << copies_log2) * counter_bytes;
     launch_histogram<histogram_tier::shared>(job, 1, bytes, limits, stream, function);
     return;
   }
+  if constexpr (!job_type::weighted) {
+    const long long packed_words = (total_slots + 1) / 2;
+    if (packed_words * 4 <= block_bytes) {
+      job.copies_log2 = 0;
+      launch_histogram<histogram_tier::packed>(job, 1, std::size_t(packed_words) * 4, limits,
+                                               stream, function);
+      return;
+    }
+  }
   int slice_log2 = 0;
-  while ((2ll << slice_log2) <= block_counters)
+  while ((2ll << slice_log2) * counter_bytes <= block_bytes)
     ++slice_log2;
-  const long long cluster_blocks = (total_bins + (1ll << slice_log2) - 1) >> slice_log2;
+  const long long cluster_blocks = (total_slots + (1ll << slice_log2) - 1) >> slice_log2;
   if (limits.cluster_launch && cluster_blocks <= max_cluster_blocks) {
     cudaFuncAttributes compiled{};
     check_cuda(
@@ -247,7 +260,7 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
         function, "cudaFuncGetAttributes");
     if (compiled.ptxVersion >= 90) {  // compiled with clusters
       job.slice_log2 = slice_log2;
-      const std::size_t bytes = (std::size_t(1) << slice_log2) * sizeof(shared_counter);
+      const std::size_t bytes = (std::size_t(1) << slice_log2) * counter_bytes;
       launch_histogram<histogram_tier::cluster>(job, int(cluster_blocks), bytes, limits, stream,
                                                 function);
       return;
@@ -368,65 +381,80 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
   constexpr int channels = Job::channels;
   constexpr int chunk = Job::chunk;
   constexpr int steps = Job::chunks_per_step;
+  constexpr bool in_block = Tier == histogram_tier::shared || Tier == histogram_tier::packed;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   auto* counters = reinterpret_cast<shared_counter*>(shared_bytes);
+  auto* words = reinterpret_cast<unsigned*>(shared_bytes);
   const int lane = lane_id();
   const int copies = 1 << job.copies_log2;
   const int slice = 1 << job.slice_log2;
+  // Words of shared memory this block counts in.
+  const int block_words = Tier == histogram_tier::shared ? job.total_slots << job.copies_log2
+                          : Tier == histogram_tier::packed
+                              ? ((job.total_slots + 1) / 2) << job.copies_log2
+                          : Tier == histogram_tier::cluster ? slice
+                                                            : 0;
 
-  if constexpr (Tier == histogram_tier::shared) {
-    for (int i = threadIdx.x; i < job.total_bins << job.copies_log2; i += blockDim.x)
-      counters[i] = shared_counter(0);
-  } else if constexpr (Tier == histogram_tier::cluster) {
-    for (int i = threadIdx.x; i < slice; i += blockDim.x)
-      counters[i] = shared_counter(0);
-  }
+  for (int i = threadIdx.x; i < block_words; i += blockDim.x)
+    counters[i] = shared_counter(0);
   if constexpr (Tier != histogram_tier::global) sync_counters<Tier>();
 
+  // Channel c's slot for `bin`, or its not-counted slot for -1.
+  const auto slot_of = [&](int channel, int bin) {
+    const int in_channel = bin >= 0 ? bin : job.binning[channel].num_bins();
+    return Job::active == 1 ? in_channel : job.first_slot[channel] + in_channel;
+  };
+  // A slot's copies sit side by side, `copies` counters (or packed words) apart.
+  const unsigned my_copy =
+      unsigned(__cvta_generic_to_shared(counters)) + (lane & (copies - 1)) * sizeof(shared_counter);
+  const unsigned copy_stride = copies * sizeof(shared_counter);
   const auto add = [&](int channel, int bin, shared_counter amount) {
     if constexpr (Tier == histogram_tier::shared) {
-      const int copy = lane & (copies - 1);
-      atomicAdd(&counters[((job.first_bin[channel] + bin) << job.copies_log2) + copy], amount);
+      shared_add(my_copy + unsigned(slot_of(channel, bin)) * copy_stride, amount);
+    } else if constexpr (Tier == histogram_tier::packed) {
+      if (bin >= 0) add_packed(job, my_copy, copy_stride, channel, bin, slot_of(channel, bin));
     } else if constexpr (Tier == histogram_tier::cluster) {
-      const int all_bin = job.first_bin[channel] + bin;
-      atomicAdd(cluster_shared(counters, all_bin >> job.slice_log2) + (all_bin & (slice - 1)),
-                amount);
+      if (bin >= 0) {
+        const int slot = slot_of(channel, bin);
+        atomicAdd(cluster_shared(counters, slot >> job.slice_log2) + (slot & (slice - 1)), amount);
+      }
     } else {
-      atomic_add(job.hist[channel] + bin, Counter(amount));
+      if (bin >= 0) atomic_add(job.hist[channel] + bin, Counter(amount));
     }
   };
-  // Every thread of the block calls this the same number of times: merging lanes needs the
-  // whole warp, so lanes without a sample come with valid == false.
+  // Every thread of the block calls this the same number of times, so that where the
+  // counters are few and contended (a cluster's, or global), a warp whose samples all fall
+  // in one bin can add them at once.
   const auto count = [&](int channel, Sample sample, shared_counter amount, bool valid) {
     const int bin = valid ? job.binning[channel](sample) : -1;
-    if constexpr (!Job::weighted) {
-      if (job.merge_lanes) {
-        const unsigned peers = __match_any_sync(full_warp, bin);
-        if (bin >= 0 && lane == __ffs(peers) - 1) add(channel, bin, __popc(peers));
+    if constexpr (!in_block && !Job::weighted) {
+      if (__all_sync(full_warp, bin == __shfl_sync(full_warp, bin, 0))) {
+        if (lane == 0) add(channel, bin, 32);
         return;
       }
     }
-    if (bin >= 0) add(channel, bin, amount);
+    add(channel, bin, amount);
   };
 
   // The chunks: `steps` per thread at a time, each step's loads issued before any counting.
+  // Only a block's last step can run past the end; the others skip every bounds check.
   const std::size_t grid_threads = std::size_t(gridDim.x) * blockDim.x;
   const Sample* body = job.pixels + job.head_pixels * channels;
+  const Weight* body_weights = job.weights + job.head_pixels;
   constexpr int sample_words = chunk * int(sizeof(Sample)) / 4;
   constexpr int weight_words = Job::weighted ? chunk * int(sizeof(Weight)) / 4 : 4;
-  for (std::size_t base = std::size_t(blockIdx.x) * blockDim.x * steps; base < job.chunks;
-       base += grid_threads * steps) {
+  const auto count_step = [&](std::size_t base, auto whole_step) {
+    constexpr bool whole = decltype(whole_step)::value;
     unsigned samples[steps][sample_words];
-    unsigned weights[steps][weight_words];
+    [[maybe_unused]] unsigned weights[steps][weight_words];
     bool valid[steps];
 #pragma unroll
     for (int s = 0; s < steps; ++s) {
       const std::size_t c = base + std::size_t(s) * blockDim.x + threadIdx.x;
-      valid[s] = c < job.chunks;
+      valid[s] = whole || c < job.chunks;
       if (valid[s]) {
         load_words(body + c * chunk, samples[s]);
-        if constexpr (Job::weighted)
-          load_words(job.weights + job.head_pixels + c * chunk, weights[s]);
+        if constexpr (Job::weighted) load_words(body_weights + c * chunk, weights[s]);
       }
     }
 #pragma unroll
@@ -438,6 +466,14 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
         if constexpr (Job::weighted) amount = shared_counter(item_in_words<Weight>(weights[s], j));
         count(j % channels, item_in_words<Sample>(samples[s], j), amount, valid[s]);
       }
+    }
+  };
+  for (std::size_t base = std::size_t(blockIdx.x) * blockDim.x * steps; base < job.chunks;
+       base += grid_threads * steps) {
+    if (base + std::size_t(steps) * blockDim.x <= job.chunks) {
+      count_step(base, std::true_type{});
+    } else {
+      count_step(base, std::false_type{});
     }
   }
 
@@ -458,17 +494,23 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
   }
 
   // Add this block's counters (all its copies, or its slice of the cluster's) to `hist`.
-  if constexpr (Tier == histogram_tier::shared) {
+  if constexpr (in_block) {
     sync_counters<Tier>();
     using total = std::conditional_t<Job::weighted, Counter, unsigned long long>;
 #pragma unroll
     for (int c = 0; c < Job::active; ++c) {
       for (int b = threadIdx.x; b < job.binning[c].num_bins(); b += blockDim.x) {
-        const int all_bin = job.first_bin[c] + b;
+        const int slot = job.first_slot[c] + b;
         total sum = 0;
         // Starting at a different copy in each lane keeps the lanes on different banks.
-        for (int r = 0; r < copies; ++r)
-          sum += counters[(all_bin << job.copies_log2) + ((r + all_bin) & (copies - 1))];
+        for (int r = 0; r < copies; ++r) {
+          const int copy = (r + slot) & (copies - 1);
+          if constexpr (Tier == histogram_tier::shared) {
+            sum += counters[(slot << job.copies_log2) + copy];
+          } else {
+            sum += (words[((slot >> 1) << job.copies_log2) + copy] >> (16 * (slot & 1))) & 0xFFFF;
+          }
+        }
         if (sum != total(0)) atomic_add(job.hist[c] + b, Counter(sum));
       }
     }
@@ -477,14 +519,42 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
     const int first = cluster_rank() * slice;
 #pragma unroll
     for (int c = 0; c < Job::active; ++c) {
-      const int begin = max(first, job.first_bin[c]);
-      const int end = min(first + slice, job.first_bin[c] + job.binning[c].num_bins());
-      for (int all_bin = begin + int(threadIdx.x); all_bin < end; all_bin += blockDim.x) {
-        const shared_counter value = counters[all_bin - first];
+      const int begin = max(first, job.first_slot[c]);
+      const int end = min(first + slice, job.first_slot[c] + job.binning[c].num_bins());
+      for (int slot = begin + int(threadIdx.x); slot < end; slot += blockDim.x) {
+        const shared_counter value = counters[slot - first];
         if (value != shared_counter(0)) {
-          atomic_add(job.hist[c] + (all_bin - job.first_bin[c]), Counter(value));
+          atomic_add(job.hist[c] + (slot - job.first_slot[c]), Counter(value));
         }
       }
+    }
+  }
+}
+
+// Counts one sample in a packed tier: 16-bit counters, the even slot in the low half of a
+// word and the odd slot in the high half. The word before the addition says whether this
+// addition wrapped a half around: a low half that wraps carries one into the high half, a
+// high half that wraps loses 65536. Exactly one addition sees each wrap, and it settles it
+// in `hist` at once, so the halves plus `hist` always make the true counts.
+template <class Job>
+__device__ void add_packed(const Job& job, unsigned my_copy, unsigned copy_stride, int channel,
+                           int bin, int slot) {
+  using Counter = typename Job::counter_type;
+  const bool high = slot & 1;
+  const unsigned old =
+      shared_fetch_add(my_copy + unsigned(slot >> 1) * copy_stride, high ? 0x10000u : 1u);
+  const bool low_wraps = !high && (old & 0xFFFF) == 0xFFFF;
+  const bool high_wraps = (old >> 16) == 0xFFFF && (high || low_wraps);
+  if (low_wraps || high_wraps) {
+    Counter* counts = job.hist[channel];
+    const int num_bins = job.binning[channel].num_bins();
+    if (low_wraps) atomic_add(counts + bin, Counter(65536));
+    // The high half is the next bin, or the channel's not-counted slot, whose count is
+    // never read.
+    const int high_bin = high ? bin : bin + 1;
+    if (high_bin < num_bins) {
+      if (low_wraps) atomic_add(counts + high_bin, Counter(-1));  // the carry it received
+      if (high_wraps) atomic_add(counts + high_bin, Counter(65536));
     }
   }
 }

@@ -25,9 +25,19 @@ template <class Sample, class Level>
 class even_binning {
   static constexpr bool exact = std::is_integral_v<Sample> && std::is_integral_v<Level>;
   static constexpr bool needs_128_bits = exact && (sizeof(Sample) == 8 || sizeof(Level) == 8);
+  // Samples and levels that all lie in one 32-bit domain, int32 or uint32: there,
+  // (s - lower) modulo 2^32 is below the range exactly when lower <= s < upper, so one
+  // 32-bit subtraction and one comparison do the range check.
+  template <class T>
+  static constexpr bool fits_int32 = std::is_signed_v<T> || sizeof(T) < 4;
+  static constexpr bool narrow =
+      exact && sizeof(Sample) <= 4 && sizeof(Level) <= 4 &&
+      ((fits_int32<Sample> && fits_int32<Level>) ||
+       (std::is_unsigned_v<Sample> && std::is_unsigned_v<Level>));
   using signed_wide = std::conditional_t<needs_128_bits, __int128, long long>;
   using unsigned_wide = std::conditional_t<needs_128_bits, unsigned __int128, unsigned long long>;
   using arithmetic = std::conditional_t<exact, signed_wide, double>;
+  using offset_type = std::conditional_t<narrow, unsigned, unsigned_wide>;
 
  public:
   even_binning() = default;
@@ -35,8 +45,8 @@ class even_binning {
   even_binning(int num_bins, Level lower, Level upper)
       : num_bins_(num_bins), lower_(arithmetic(lower)), upper_(arithmetic(upper)) {
     if constexpr (exact) {
-      range_ = unsigned_wide(upper_ - lower_);
-      offset_is_bin_ = range_ == unsigned_wide(num_bins);
+      range_ = offset_type(upper_ - lower_);
+      offset_is_bin_ = range_ == offset_type(num_bins);
       scale_ = double(num_bins) / double(range_);
     } else {
       scale_ = double(num_bins) / (upper_ - lower_);
@@ -45,20 +55,18 @@ class even_binning {
 
   // The sample's bin, or -1 when it is outside [lower, upper) or NaN.
   __host__ __device__ int operator()(Sample sample) const {
-    const arithmetic s = arithmetic(sample);
-    if (!(s >= lower_ && s < upper_)) return -1;
-    if constexpr (exact) {
+    if constexpr (narrow) {
+      const unsigned offset = unsigned(sample) - unsigned(lower_);
+      if (offset >= range_) return -1;
+      return offset_is_bin_ ? int(offset) : bin_of_offset(offset);
+    } else if constexpr (exact) {
+      const arithmetic s = arithmetic(sample);
+      if (!(s >= lower_ && s < upper_)) return -1;
       const auto offset = unsigned_wide(s - lower_);
-      if (offset_is_bin_) return int(offset);
-      // |estimate - quotient| < quotient * 2^-51 < 1: a floor one off at most, either way.
-      int bin = int(double(offset) * scale_);
-      bin = bin < num_bins_ ? bin : num_bins_ - 1;
-      const unsigned_wide product = offset * unsigned_wide(num_bins_);
-      const unsigned_wide bin_start = unsigned_wide(bin) * range_;
-      if (bin_start > product) return bin - 1;
-      if (bin_start + range_ <= product) return bin + 1;
-      return bin;
+      return offset_is_bin_ ? int(offset) : bin_of_offset(offset);
     } else {
+      const arithmetic s = arithmetic(sample);
+      if (!(s >= lower_ && s < upper_)) return -1;
       const int bin = int((s - lower_) * scale_);
       return bin < num_bins_ ? bin : num_bins_ - 1;
     }
@@ -67,11 +75,24 @@ class even_binning {
   __host__ __device__ int num_bins() const { return num_bins_; }
 
  private:
+  // (offset * num_bins) / range without dividing: the estimate in double is off from the
+  // quotient by less than quotient * 2^-51 < 1, so its floor is one off at most, either way,
+  // and two exact products tell which.
+  __host__ __device__ int bin_of_offset(offset_type offset) const {
+    int bin = int(double(offset) * scale_);
+    bin = bin < num_bins_ ? bin : num_bins_ - 1;
+    const unsigned_wide product = unsigned_wide(offset) * unsigned_wide(num_bins_);
+    const unsigned_wide bin_start = unsigned_wide(bin) * unsigned_wide(range_);
+    if (bin_start > product) return bin - 1;
+    if (bin_start + unsigned_wide(range_) <= product) return bin + 1;
+    return bin;
+  }
+
   int num_bins_ = 0;
   arithmetic lower_{};
   arithmetic upper_{};
   double scale_ = 0;
-  std::conditional_t<exact, unsigned_wide, char> range_{};
+  std::conditional_t<exact, offset_type, char> range_{};
   bool offset_is_bin_ = false;
 };
 
