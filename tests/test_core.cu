@@ -50,7 +50,8 @@ void expect_binning_matches_reference(const std::vector<Sample>& samples, int nu
                                       Level upper) {
   const ppat::detail::even_binning<Sample, Level> bin_of(num_bins, lower, upper);
   for (const Sample s : samples) {
-    EXPECT_EQ(bin_of(s), ppat_reference::even_bin(s, num_bins, lower, upper))
+    const long long expected = ppat_reference::even_bin(s, num_bins, lower, upper);
+    EXPECT_EQ(bin_of(s), expected < 0 ? num_bins : expected)  // not counted: bin num_bins
         << "sample " << +s << " bins " << num_bins;
   }
 }
@@ -113,6 +114,30 @@ TEST(binning, corrected_estimate_is_the_exact_quotient) {
   }
 }
 
+// Bins one integer wide: the offset is the bin, whatever the sample type's signedness.
+TEST(binning, unit_bins_match_even_bins) {
+  PPAT_TRACE_SEED();
+  const auto expect_same = [](const auto& samples, int num_bins, int lower) {
+    using sample = typename std::decay_t<decltype(samples)>::value_type;
+    const ppat::detail::even_binning<sample, int> even(num_bins, lower, lower + num_bins);
+    ASSERT_TRUE(even.offset_is_bin());
+    const ppat::detail::unit_binning<sample> unit(num_bins, unsigned(lower));
+    for (const sample s : samples)
+      EXPECT_EQ(unit(s), even(s)) << "sample " << +s << " bins " << num_bins << " from " << lower;
+  };
+  for (int bins : {1, 7, 256, 1024, 65536}) {
+    for (int lower : {-70000, -300, -1, 0, 3, 70000}) {
+      expect_same(ppat_test::random_integers<std::uint8_t>(300, 0, 255), bins, lower);
+      expect_same(ppat_test::random_integers<std::int16_t>(300, -32768, 32767), bins, lower);
+      expect_same(ppat_test::random_integers<int>(300, lower - 1000, lower + bins + 1000), bins,
+                  lower);
+      expect_same(
+          std::vector<int>{INT32_MIN, INT32_MAX, lower - 1, lower, lower + bins - 1, lower + bins},
+          bins, lower);
+    }
+  }
+}
+
 TEST(binning, floating_samples) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -124,8 +149,8 @@ TEST(binning, floating_samples) {
   }
   const ppat::detail::even_binning<float, float> bin_of(1 << 20, 0.0f, 1.0f);
   EXPECT_EQ(bin_of(std::nextafter(1.0f, 0.0f)), (1 << 20) - 1) << "just below upper";
-  EXPECT_EQ(bin_of(nan), -1);
-  EXPECT_EQ(bin_of(1.0f), -1);
+  EXPECT_EQ(bin_of(nan), 1 << 20) << "not counted";
+  EXPECT_EQ(bin_of(1.0f), 1 << 20) << "not counted";
 }
 
 TEST(temporary_memory, pool_keeps_memory_between_calls) {

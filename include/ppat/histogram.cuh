@@ -54,6 +54,11 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
                   const std::array<Counter*, Active>& hist,
                   const std::array<Binning, Active>& binning, cudaStream_t stream,
                   const char* function);
+template <int Channels, int Active, class Sample, class Weight, class Counter, class Level>
+void count_even(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
+                const std::array<Counter*, Active>& hist, const std::array<int, Active>& num_bins,
+                const std::array<Level, Active>& lower, const std::array<Level, Active>& upper,
+                cudaStream_t stream, const char* function);
 
 }  // namespace detail
 
@@ -63,10 +68,10 @@ void histogram_even(const Sample* samples, std::size_t n, Counter* hist, int num
   constexpr const char* function = "ppat::histogram_even";
   detail::require_histogram_buffers(samples, n, hist, num_bins, function);
   detail::require_even_levels(lower, upper, function);
-  using binning = detail::even_binning<Sample, Level>;
-  detail::count_pixels<1, 1>(
-      samples, static_cast<const detail::unweighted*>(nullptr), n, std::array<Counter*, 1>{hist},
-      std::array<binning, 1>{binning(num_bins, lower, upper)}, stream, function);
+  detail::count_even<1, 1>(samples, static_cast<const detail::unweighted*>(nullptr), n,
+                           std::array<Counter*, 1>{hist}, std::array<int, 1>{num_bins},
+                           std::array<Level, 1>{lower}, std::array<Level, 1>{upper}, stream,
+                           function);
 }
 
 template <class Sample, class Counter, class Level>
@@ -97,8 +102,6 @@ void multi_histogram_even(const Sample* pixels, std::size_t num_pixels,
   constexpr const char* function = "ppat::multi_histogram_even";
   const std::size_t samples =
       detail::checked_element_count(num_pixels, Channels, sizeof(Sample), function);
-  using binning = detail::even_binning<Sample, Level>;
-  std::array<binning, ActiveChannels> bins_of;
   for (int c = 0; c < ActiveChannels; ++c) {
     detail::require_histogram_buffers(pixels, samples, hist[c], num_bins[c], function);
     detail::require_even_levels(lower[c], upper[c], function);
@@ -106,11 +109,10 @@ void multi_histogram_even(const Sample* pixels, std::size_t num_pixels,
       detail::require_disjoint(hist[d], std::size_t(num_bins[d]), hist[c], std::size_t(num_bins[c]),
                                function, "hist", "hist");
     }
-    bins_of[c] = binning(num_bins[c], lower[c], upper[c]);
   }
-  detail::count_pixels<Channels, ActiveChannels>(pixels,
-                                                 static_cast<const detail::unweighted*>(nullptr),
-                                                 num_pixels, hist, bins_of, stream, function);
+  detail::count_even<Channels, ActiveChannels>(
+      pixels, static_cast<const detail::unweighted*>(nullptr), num_pixels, hist, num_bins, lower,
+      upper, stream, function);
 }
 
 // Each sample adds its weight to its bin. Weights and counters are float or double. The
@@ -126,10 +128,9 @@ void histogram_even_weighted(const Sample* samples, const Weight* weights, std::
   detail::require_buffer(weights, n, function, "weights");
   detail::require_disjoint(weights, n, hist, std::size_t(num_bins), function, "weights", "hist");
   detail::require_even_levels(lower, upper, function);
-  using binning = detail::even_binning<Sample, Level>;
-  detail::count_pixels<1, 1>(samples, weights, n, std::array<Counter*, 1>{hist},
-                             std::array<binning, 1>{binning(num_bins, lower, upper)}, stream,
-                             function);
+  detail::count_even<1, 1>(samples, weights, n, std::array<Counter*, 1>{hist},
+                           std::array<int, 1>{num_bins}, std::array<Level, 1>{lower},
+                           std::array<Level, 1>{upper}, stream, function);
 }
 
 namespace detail {
@@ -201,6 +202,32 @@ std::size_t first_aligned_pixel(const Sample* pixels, const Weight* weights,
     if (aligned_to(pixels + p * Channels, 16) && weights_aligned) return p;
   }
   return num_pixels;
+}
+
+// Even bins: one integer wide on every channel takes unit_binning, whose bin is the offset;
+// any others take even_binning.
+template <int Channels, int Active, class Sample, class Weight, class Counter, class Level>
+void count_even(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
+                const std::array<Counter*, Active>& hist, const std::array<int, Active>& num_bins,
+                const std::array<Level, Active>& lower, const std::array<Level, Active>& upper,
+                cudaStream_t stream, const char* function) {
+  using binning = even_binning<Sample, Level>;
+  std::array<binning, Active> even;
+  bool unit = true;
+  for (int c = 0; c < Active; ++c) {
+    even[c] = binning(num_bins[c], lower[c], upper[c]);
+    unit = unit && even[c].offset_is_bin();
+  }
+  if constexpr (binning::narrow) {
+    if (unit) {
+      std::array<unit_binning<Sample>, Active> offsets;
+      for (int c = 0; c < Active; ++c)
+        offsets[c] = unit_binning<Sample>(num_bins[c], unsigned(lower[c]));
+      count_pixels<Channels, Active>(pixels, weights, num_pixels, hist, offsets, stream, function);
+      return;
+    }
+  }
+  count_pixels<Channels, Active>(pixels, weights, num_pixels, hist, even, stream, function);
 }
 
 template <int Channels, int Active, class Sample, class Weight, class Binning, class Counter>
@@ -399,34 +426,34 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
     counters[i] = shared_counter(0);
   if constexpr (Tier != histogram_tier::global) sync_counters<Tier>();
 
-  // Channel c's slot for `bin`, or its not-counted slot for -1.
+  // Channel c's slot for `bin` among all channels' slots (bin num_bins: not counted).
   const auto slot_of = [&](int channel, int bin) {
-    const int in_channel = bin >= 0 ? bin : job.binning[channel].num_bins();
-    return Job::active == 1 ? in_channel : job.first_slot[channel] + in_channel;
+    return Job::active == 1 ? bin : job.first_slot[channel] + bin;
   };
   // A slot's copies sit side by side, `copies` counters (or packed words) apart.
   const unsigned my_copy =
       unsigned(__cvta_generic_to_shared(counters)) + (lane & (copies - 1)) * sizeof(shared_counter);
   const unsigned copy_stride = copies * sizeof(shared_counter);
   const auto add = [&](int channel, int bin, shared_counter amount) {
+    const bool counted = bin < job.binning[channel].num_bins();
     if constexpr (Tier == histogram_tier::shared) {
       shared_add(my_copy + unsigned(slot_of(channel, bin)) * copy_stride, amount);
     } else if constexpr (Tier == histogram_tier::packed) {
-      if (bin >= 0) add_packed(job, my_copy, copy_stride, channel, bin, slot_of(channel, bin));
+      if (counted) add_packed(job, my_copy, copy_stride, channel, bin, slot_of(channel, bin));
     } else if constexpr (Tier == histogram_tier::cluster) {
-      if (bin >= 0) {
+      if (counted) {
         const int slot = slot_of(channel, bin);
         atomicAdd(cluster_shared(counters, slot >> job.slice_log2) + (slot & (slice - 1)), amount);
       }
     } else {
-      if (bin >= 0) atomic_add(job.hist[channel] + bin, Counter(amount));
+      if (counted) atomic_add(job.hist[channel] + bin, Counter(amount));
     }
   };
   // Every thread of the block calls this the same number of times, so that where the
   // counters are few and contended (a cluster's, or global), a warp whose samples all fall
   // in one bin can add them at once.
   const auto count = [&](int channel, Sample sample, shared_counter amount, bool valid) {
-    const int bin = valid ? job.binning[channel](sample) : -1;
+    const int bin = valid ? job.binning[channel](sample) : job.binning[channel].num_bins();
     if constexpr (!in_block && !Job::weighted) {
       if (__all_sync(full_warp, bin == __shfl_sync(full_warp, bin, 0))) {
         if (lane == 0) add(channel, bin, 32);

@@ -1,5 +1,7 @@
 // The bin of a sample, shared by every histogram kernel: even bins (histogram_even) and
-// bins bounded by a sorted array of levels (histogram_range).
+// bins bounded by a sorted array of levels (histogram_range). A binning maps a sample to its
+// bin in [0, num_bins), or to num_bins when the sample is not counted (outside the range,
+// or NaN): kernels that keep a counter there for such samples need no branch.
 //
 // Even bins: bin b covers [lower + b*w, lower + (b+1)*w) with w = (upper - lower) / num_bins.
 // Integer samples with integer levels are binned exactly: ((s - lower) * num_bins) /
@@ -25,15 +27,18 @@ template <class Sample, class Level>
 class even_binning {
   static constexpr bool exact = std::is_integral_v<Sample> && std::is_integral_v<Level>;
   static constexpr bool needs_128_bits = exact && (sizeof(Sample) == 8 || sizeof(Level) == 8);
+  template <class T>
+  static constexpr bool fits_int32 = std::is_signed_v<T> || sizeof(T) < 4;
+
+ public:
   // Samples and levels that all lie in one 32-bit domain, int32 or uint32: there,
   // (s - lower) modulo 2^32 is below the range exactly when lower <= s < upper, so one
   // 32-bit subtraction and one comparison do the range check.
-  template <class T>
-  static constexpr bool fits_int32 = std::is_signed_v<T> || sizeof(T) < 4;
-  static constexpr bool narrow =
-      exact && sizeof(Sample) <= 4 && sizeof(Level) <= 4 &&
-      ((fits_int32<Sample> && fits_int32<Level>) ||
-       (std::is_unsigned_v<Sample> && std::is_unsigned_v<Level>));
+  static constexpr bool narrow = exact && sizeof(Sample) <= 4 && sizeof(Level) <= 4 &&
+                                 ((fits_int32<Sample> && fits_int32<Level>) ||
+                                  (std::is_unsigned_v<Sample> && std::is_unsigned_v<Level>));
+
+ private:
   using signed_wide = std::conditional_t<needs_128_bits, __int128, long long>;
   using unsigned_wide = std::conditional_t<needs_128_bits, unsigned __int128, unsigned long long>;
   using arithmetic = std::conditional_t<exact, signed_wide, double>;
@@ -53,25 +58,27 @@ class even_binning {
     }
   }
 
-  // The sample's bin, or -1 when it is outside [lower, upper) or NaN.
+  // The sample's bin, or num_bins when it is outside [lower, upper) or NaN.
   __host__ __device__ int operator()(Sample sample) const {
     if constexpr (narrow) {
       const unsigned offset = unsigned(sample) - unsigned(lower_);
-      if (offset >= range_) return -1;
+      if (offset >= range_) return num_bins_;
       return offset_is_bin_ ? int(offset) : bin_of_offset(offset);
     } else if constexpr (exact) {
       const arithmetic s = arithmetic(sample);
-      if (!(s >= lower_ && s < upper_)) return -1;
+      if (!(s >= lower_ && s < upper_)) return num_bins_;
       const auto offset = unsigned_wide(s - lower_);
       return offset_is_bin_ ? int(offset) : bin_of_offset(offset);
     } else {
       const arithmetic s = arithmetic(sample);
-      if (!(s >= lower_ && s < upper_)) return -1;
+      if (!(s >= lower_ && s < upper_)) return num_bins_;
       const int bin = int((s - lower_) * scale_);
       return bin < num_bins_ ? bin : num_bins_ - 1;
     }
   }
 
+  // True when upper - lower == num_bins: the bin is s - lower.
+  bool offset_is_bin() const { return offset_is_bin_; }
   __host__ __device__ int num_bins() const { return num_bins_; }
 
  private:
@@ -96,10 +103,31 @@ class even_binning {
   bool offset_is_bin_ = false;
 };
 
+// Even bins one integer wide (upper - lower == num_bins) over a 32-bit domain: the bin is
+// the offset s - lower, and an offset past the last bin (below lower, it wraps around to a
+// large unsigned value) is the not-counted slot. One subtraction and one minimum.
+template <class Sample>
+class unit_binning {
+ public:
+  unit_binning() = default;
+  unit_binning(int num_bins, unsigned lower) : num_bins_(unsigned(num_bins)), lower_(lower) {}
+
+  __host__ __device__ int operator()(Sample sample) const {
+    const unsigned offset = unsigned(sample) - lower_;
+    return int(offset < num_bins_ ? offset : num_bins_);
+  }
+
+  __host__ __device__ int num_bins() const { return int(num_bins_); }
+
+ private:
+  unsigned num_bins_ = 0;
+  unsigned lower_ = 0;
+};
+
 // Bins bounded by `levels` (num_bins + 1 of them, ascending, in device memory): bin b holds
 // levels[b] <= s < levels[b + 1]. Compared in the type both convert to without loss where
 // one exists (a signed 64-bit or 128-bit integer, else double). Levels that are not
-// ascending give meaningless counts but never a bin outside [0, num_bins).
+// ascending give meaningless counts but never a bin outside [0, num_bins].
 template <class Sample, class Level>
 class range_binning {
   static constexpr bool exact = std::is_integral_v<Sample> && std::is_integral_v<Level>;
@@ -113,7 +141,7 @@ class range_binning {
 
   __device__ int operator()(Sample sample) const {
     const arithmetic s = arithmetic(sample);
-    if (!(s >= level(0) && s < level(num_bins_))) return -1;
+    if (!(s >= level(0) && s < level(num_bins_))) return num_bins_;
     // The last level <= s, by bisection over [0, num_bins).
     int low = 0, count = num_bins_;
     while (count > 1) {

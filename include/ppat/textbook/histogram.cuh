@@ -92,7 +92,7 @@ __global__ void histogram_global_atomics_kernel(const Sample* samples, std::size
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const int bin = bin_of(samples[i]);
-    if (bin >= 0) ppat::detail::atomic_add(&hist[bin], Counter(1));
+    if (bin < bin_of.num_bins()) ppat::detail::atomic_add(&hist[bin], Counter(1));
   }
 }
 
@@ -113,7 +113,8 @@ __global__ void histogram_shared_atomics_kernel(const Sample* samples, std::size
     __syncthreads();
 
     for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-      const long long in_window = bin_of(samples[i]) - first;  // negative when not counted
+      // Negative before the window; num_bins (not counted) is past every window.
+      const long long in_window = bin_of(samples[i]) - first;
       if (in_window >= 0 && in_window < bins) {
         ppat::detail::atomic_add(&local[in_window], Counter(1));
       }
