@@ -6,28 +6,27 @@
 //                                                upper, stream)
 //   ppat::histogram_even_weighted(samples, weights, n, hist, num_bins, lower, upper, stream)
 //
-// Each call zeroes `hist`, then counts into it. The bins (of all channels together) decide
-// where a block keeps its counters:
-//   shared   they fit one block's shared memory: the block counts into R copies of the
-//            histogram (R a power of two up to 32, as many as fit), lane l into copy l % R.
-//            A bin's copies sit side by side, so with 32 copies the lanes of a warp touch 32
-//            different banks whatever the samples are: skew costs nothing.
-//   cluster  they fit the shared memory of a thread-block cluster (Hopper, up to 8 blocks):
-//            each block holds a slice of the bins, and a sample is counted in the block that
-//            holds its bin, through distributed shared memory.
-//   global   more bins than that: atomics on `hist` itself, in the L2.
-// Where lanes of a warp can meet on one counter (fewer than 32 copies, a cluster, global),
-// lanes whose samples fall in the same bin are merged first (__match_any_sync) and one of
-// them adds the count: a warp never queues 32 deep on one counter.
+// Each call zeroes `hist`, then counts into it. Every channel's bins, plus one slot per
+// channel for the samples it does not count, decide where a block keeps its counters:
+//   shared   32-bit counters (or the weighted counter type) fit one block's shared memory:
+//            the block counts into R copies of the histogram (R a power of two up to 32, as
+//            many as fit), lane l into copy l % R. A slot's copies sit side by side, so with
+//            32 copies the lanes of a warp touch 32 different banks whatever the samples.
+//   packed   16-bit counts fit (up to 116222 bins on an H200): two to a 32-bit word. The
+//            addition that wraps a half around settles the carry in `hist` at once.
+//   global   more bins than that: atomics on `hist` itself, in the L2. A warp whose samples
+//            all fall in one bin adds them with one atomic.
+// Thread-block clusters were measured here too and left out: atomics on another block's
+// shared memory ran no faster than the L2's beyond two blocks, and two blocks of 32-bit
+// counters hold fewer bins than one block of packed ones (docs/patterns.md).
 //
 // Samples are read in chunks of whole pixels that make whole 16-byte vectors. Pixels before
 // the first 16-byte aligned one, and after the last whole chunk, are read one at a time.
-// Counts in shared memory are 32-bit; a launch gives no block more than 2^31 samples, so
-// they never wrap, and 64-bit counters in `hist` count past 2^32.
+// A launch gives no block more than 2^31 samples, so 32-bit shared counters never wrap, and
+// 64-bit counters in `hist` count past 2^32.
 #pragma once
 
-#include <cooperative_groups.h>
-#include <cuda_runtime.h>
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <array>
@@ -135,11 +134,10 @@ void histogram_even_weighted(const Sample* samples, const Weight* weights, std::
 
 namespace detail {
 
-enum class histogram_tier { shared, packed, cluster, global };
+enum class histogram_tier { shared, packed, global };
 
 constexpr int histogram_threads = 1024;
-constexpr int max_cluster_blocks = 8;  // the portable cluster size
-constexpr int max_copies_log2 = 5;     // 32 copies: one per lane
+constexpr int max_copies_log2 = 5;  // 32 copies: one per lane
 
 // The fewest whole pixels that make whole 16-byte vectors of samples, and of weights.
 template <int Channels, class Sample, class Weight>
@@ -178,7 +176,6 @@ struct histogram_job {
   int first_slot[Active];
   int total_slots;
   int copies_log2;  // shared, packed: copies of the histogram in a block
-  int slice_log2;   // cluster: slots held by each block of a cluster
 };
 
 template <histogram_tier Tier, class Job>
@@ -188,8 +185,8 @@ __device__ void add_packed(const Job& job, unsigned my_copy, unsigned copy_strid
                            int bin, int slot);
 
 template <histogram_tier Tier, class Job>
-void launch_histogram(Job job, int cluster_blocks, std::size_t shared_bytes,
-                      const device_limits& limits, cudaStream_t stream, const char* function);
+void launch_histogram(Job job, std::size_t shared_bytes, const device_limits& limits,
+                      cudaStream_t stream, const char* function);
 
 // The first pixel from which samples (and weights) can be read as 16-byte vectors, or
 // num_pixels when none can.
@@ -264,81 +261,38 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
       ++copies_log2;
     job.copies_log2 = copies_log2;
     const std::size_t bytes = std::size_t(total_slots << copies_log2) * counter_bytes;
-    launch_histogram<histogram_tier::shared>(job, 1, bytes, limits, stream, function);
+    launch_histogram<histogram_tier::shared>(job, bytes, limits, stream, function);
     return;
   }
   if constexpr (!job_type::weighted) {
     const long long packed_words = (total_slots + 1) / 2;
     if (packed_words * 4 <= block_bytes) {
       job.copies_log2 = 0;
-      launch_histogram<histogram_tier::packed>(job, 1, std::size_t(packed_words) * 4, limits,
-                                               stream, function);
+      launch_histogram<histogram_tier::packed>(job, std::size_t(packed_words) * 4, limits, stream,
+                                               function);
       return;
     }
   }
-  int slice_log2 = 0;
-  while ((2ll << slice_log2) * counter_bytes <= block_bytes)
-    ++slice_log2;
-  const long long cluster_blocks = (total_slots + (1ll << slice_log2) - 1) >> slice_log2;
-  if (limits.cluster_launch && cluster_blocks <= max_cluster_blocks) {
-    cudaFuncAttributes compiled{};
-    check_cuda(
-        cudaFuncGetAttributes(&compiled, histogram_kernel<histogram_tier::cluster, job_type>),
-        function, "cudaFuncGetAttributes");
-    if (compiled.ptxVersion >= 90) {  // compiled with clusters
-      job.slice_log2 = slice_log2;
-      const std::size_t bytes = (std::size_t(1) << slice_log2) * counter_bytes;
-      launch_histogram<histogram_tier::cluster>(job, int(cluster_blocks), bytes, limits, stream,
-                                                function);
-      return;
-    }
-  }
-  launch_histogram<histogram_tier::global>(job, 1, 0, limits, stream, function);
+  launch_histogram<histogram_tier::global>(job, 0, limits, stream, function);
 }
 
-// Launches as many blocks (or clusters) as fit on the GPU at once, each reading a
-// block-strided share of the chunks. Launches split the pixels so that no block counts more
-// than 2^31 samples into its 32-bit counters.
+// Launches as many blocks as fit on the GPU at once, each reading a block-strided share of
+// the chunks. Launches split the pixels so that no block counts more than 2^31 samples into
+// its 32-bit counters.
 template <histogram_tier Tier, class Job>
-void launch_histogram(Job job, int cluster_blocks, std::size_t shared_bytes,
-                      const device_limits& limits, cudaStream_t stream, const char* function) {
+void launch_histogram(Job job, std::size_t shared_bytes, const device_limits& limits,
+                      cudaStream_t stream, const char* function) {
   constexpr int threads = histogram_threads;
   const auto kernel = histogram_kernel<Tier, Job>;
   allow_dynamic_shared_bytes(kernel, shared_bytes, function);
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster_shape{};
-  cluster_shape.id = cudaLaunchAttributeClusterDimension;
-  cluster_shape.val.clusterDim.x = unsigned(cluster_blocks);
-  cluster_shape.val.clusterDim.y = 1;
-  cluster_shape.val.clusterDim.z = 1;
-  if (Tier == histogram_tier::cluster) {
-    config.attrs = &cluster_shape;
-    config.numAttrs = 1;
-  }
-
-  std::size_t resident_blocks = 0;
-  if (Tier == histogram_tier::cluster) {
-    config.gridDim = dim3(unsigned(cluster_blocks));
-    int clusters = 0;
-    check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config), function,
-               "cudaOccupancyMaxActiveClusters");
-    resident_blocks = std::size_t(std::max(clusters, 1)) * cluster_blocks;
-  } else {
-    int per_sm = 0;
-    check_cuda(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
-        function, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    resident_blocks = std::size_t(std::max(per_sm, 1)) * limits.sm_count;
-  }
-  // A cluster's counters take the samples of all its blocks.
-  const std::size_t counting_units = resident_blocks / cluster_blocks;
+  int per_sm = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
+             function, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const std::size_t resident_blocks = std::size_t(std::max(per_sm, 1)) * limits.sm_count;
   const std::size_t launch_pixels =
       Tier == histogram_tier::global
           ? SIZE_MAX
-          : counting_units * ((std::size_t(1) << 31) / Job::channels) / 16 * 16;
+          : resident_blocks * ((std::size_t(1) << 31) / Job::channels) / 16 * 16;
 
   constexpr int chunk = Job::chunk;
   constexpr int step_chunks = threads * Job::chunks_per_step;
@@ -354,48 +308,9 @@ void launch_histogram(Job job, int cluster_blocks, std::size_t shared_bytes,
     const std::size_t loose_pixels = job.num_pixels - job.chunks * chunk / Job::channels;
     const std::size_t wanted = std::max(
         {ceil_div(job.chunks, step_chunks), ceil_div(loose_pixels, threads), std::size_t(1)});
-    const std::size_t blocks =
-        ceil_div(std::min(wanted, resident_blocks), std::size_t(cluster_blocks)) * cluster_blocks;
-    config.gridDim = dim3(unsigned(blocks));
-    check_cuda(cudaLaunchKernelEx(&config, kernel, job), function, "histogram_kernel");
-  }
-}
-
-// Distributed shared memory, which only compute capability 9.0 and later has; the host
-// never picks the cluster tier for code compiled without it.
-__device__ inline void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cooperative_groups::this_cluster().sync();
-#else
-  __trap();
-#endif
-}
-
-__device__ inline int cluster_rank() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  return int(cooperative_groups::this_cluster().block_rank());
-#else
-  __trap();
-  return 0;
-#endif
-}
-
-template <class T>
-__device__ T* cluster_shared(T* local, int rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  return cooperative_groups::this_cluster().map_shared_rank(local, rank);
-#else
-  __trap();
-  return local;
-#endif
-}
-
-template <histogram_tier Tier>
-__device__ void sync_counters() {
-  if constexpr (Tier == histogram_tier::cluster) {
-    cluster_sync();
-  } else {
-    __syncthreads();
+    const unsigned blocks = unsigned(std::min(wanted, resident_blocks));
+    kernel<<<blocks, threads, shared_bytes, stream>>>(job);
+    check_launch(function, "histogram_kernel");
   }
 }
 
@@ -414,17 +329,15 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
   auto* words = reinterpret_cast<unsigned*>(shared_bytes);
   const int lane = lane_id();
   const int copies = 1 << job.copies_log2;
-  const int slice = 1 << job.slice_log2;
   // Words of shared memory this block counts in.
   const int block_words = Tier == histogram_tier::shared ? job.total_slots << job.copies_log2
                           : Tier == histogram_tier::packed
                               ? ((job.total_slots + 1) / 2) << job.copies_log2
-                          : Tier == histogram_tier::cluster ? slice
-                                                            : 0;
+                              : 0;
 
   for (int i = threadIdx.x; i < block_words; i += blockDim.x)
     counters[i] = shared_counter(0);
-  if constexpr (Tier != histogram_tier::global) sync_counters<Tier>();
+  if constexpr (in_block) __syncthreads();
 
   // Channel c's slot for `bin` among all channels' slots (bin num_bins: not counted).
   const auto slot_of = [&](int channel, int bin) {
@@ -440,18 +353,12 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
       shared_add(my_copy + unsigned(slot_of(channel, bin)) * copy_stride, amount);
     } else if constexpr (Tier == histogram_tier::packed) {
       if (counted) add_packed(job, my_copy, copy_stride, channel, bin, slot_of(channel, bin));
-    } else if constexpr (Tier == histogram_tier::cluster) {
-      if (counted) {
-        const int slot = slot_of(channel, bin);
-        atomicAdd(cluster_shared(counters, slot >> job.slice_log2) + (slot & (slice - 1)), amount);
-      }
     } else {
       if (counted) atomic_add(job.hist[channel] + bin, Counter(amount));
     }
   };
-  // Every thread of the block calls this the same number of times, so that where the
-  // counters are few and contended (a cluster's, or global), a warp whose samples all fall
-  // in one bin can add them at once.
+  // Every thread of the block calls this the same number of times, so that where counters
+  // are contended (global), a warp whose samples all fall in one bin can add them at once.
   const auto count = [&](int channel, Sample sample, shared_counter amount, bool valid) {
     const int bin = valid ? job.binning[channel](sample) : job.binning[channel].num_bins();
     if constexpr (!in_block && !Job::weighted) {
@@ -467,7 +374,7 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
   // Only a block's last step can run past the end; the others skip every bounds check.
   const std::size_t grid_threads = std::size_t(gridDim.x) * blockDim.x;
   const Sample* body = job.pixels + job.head_pixels * channels;
-  const Weight* body_weights = job.weights + job.head_pixels;
+  const Weight* body_weights = Job::weighted ? job.weights + job.head_pixels : nullptr;
   constexpr int sample_words = chunk * int(sizeof(Sample)) / 4;
   constexpr int weight_words = Job::weighted ? chunk * int(sizeof(Weight)) / 4 : 4;
   const auto count_step = [&](std::size_t base, auto whole_step) {
@@ -520,9 +427,9 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
     }
   }
 
-  // Add this block's counters (all its copies, or its slice of the cluster's) to `hist`.
+  // Add this block's counters (all its copies) to `hist`.
   if constexpr (in_block) {
-    sync_counters<Tier>();
+    __syncthreads();
     using total = std::conditional_t<Job::weighted, Counter, unsigned long long>;
 #pragma unroll
     for (int c = 0; c < Job::active; ++c) {
@@ -539,20 +446,6 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
           }
         }
         if (sum != total(0)) atomic_add(job.hist[c] + b, Counter(sum));
-      }
-    }
-  } else if constexpr (Tier == histogram_tier::cluster) {
-    sync_counters<Tier>();
-    const int first = cluster_rank() * slice;
-#pragma unroll
-    for (int c = 0; c < Job::active; ++c) {
-      const int begin = max(first, job.first_slot[c]);
-      const int end = min(first + slice, job.first_slot[c] + job.binning[c].num_bins());
-      for (int slot = begin + int(threadIdx.x); slot < end; slot += blockDim.x) {
-        const shared_counter value = counters[slot - first];
-        if (value != shared_counter(0)) {
-          atomic_add(job.hist[c] + (slot - job.first_slot[c]), Counter(value));
-        }
       }
     }
   }

@@ -16,7 +16,6 @@ struct device_limits {
   int shared_bytes_per_block_optin;  // what a block may use after raising its dynamic limit
   int shared_bytes_per_sm;
   int l2_bytes;
-  int cluster_launch;  // thread-block clusters (compute capability 9.0 and later)
 };
 
 // The device `stream` runs on, given whether it is being captured. A stream being captured
@@ -58,7 +57,6 @@ inline const device_limits& limits_of(int device, const char* function) {
   query(limits.shared_bytes_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin);
   query(limits.shared_bytes_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor);
   query(limits.l2_bytes, cudaDevAttrL2CacheSize);
-  query(limits.cluster_launch, cudaDevAttrClusterLaunch);
   return known.emplace(device, limits).first->second;
 }
 
