@@ -282,6 +282,7 @@ void check_sizes_and_offsets(int bins, long long low, long long high) {
     counts.push_back(n);
   counts.push_back(1000003);
   for (std::size_t n : counts) {
+    if (!ppat_test::fits_item_budget(n)) continue;
     const auto samples = uniform<Sample>(n + offsets, low, high);
     device_buffer<Sample> input(samples);
     for (int offset = 0; offset < offsets; ++offset) {
@@ -390,6 +391,7 @@ template <int Channels, int Active, class Sample, class Counter, class Level>
 void check_multi(std::size_t num_pixels, long long low, long long high,
                  const std::array<int, Active>& bins, const std::array<Level, Active>& lower,
                  const std::array<Level, Active>& upper, const std::string& what) {
+  if (!ppat_test::fits_item_budget(num_pixels * Channels)) return;
   const auto pixels = uniform<Sample>((num_pixels + 1) * Channels + 1, low, high);
   device_buffer<Sample> input(pixels);
   for (std::size_t offset : {std::size_t{0}, std::size_t{Channels}, std::size_t{1}}) {
