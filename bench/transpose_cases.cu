@@ -1,8 +1,13 @@
-// Transpose: the textbook rungs beside cuBLAS geam (float and double; cuBLAS has no 1-, 2-
-// or 16-byte transpose), on square, skinny and odd shapes.
+// Transpose: the textbook rungs and ppat::transpose beside cuBLAS geam (float and double;
+// cuBLAS has no 1-, 2- or 16-byte transpose), on square, skinny and odd shapes; then a 4-d
+// permute, a batch of small matrices and an in-place square, which no peer here offers.
 #include <ppat/ppat.cuh>
 
 #include <cublas_v2.h>
+
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "type_names.hpp"
@@ -102,7 +107,60 @@ void transpose_case(session& s, std::size_t rows, std::size_t cols) {
       {"textbook::transpose_tiled",
        [&](int k) { tb::transpose_tiled(in[k].data(), out[k].data(), rows, cols, stream); },
        matches_expected});
+  c.variants.push_back(
+      {"ppat::transpose",
+       [&](int k) { ppat::transpose(in[k].data(), out[k].data(), rows, cols, stream); },
+       matches_expected});
   s.run(c);
+}
+
+// One production call with no peer: `run(in, out)` on rotating buffers of `count` floats,
+// against a copy of the same bytes.
+void unpaired_case(session& s, const std::string& label, const std::string& shape,
+                   std::size_t count,
+                   const std::function<void(const float*, float*, cudaStream_t)>& run) {
+  const cudaStream_t stream = s.stream();
+  const int sets = s.rotation_sets(2.0 * count * sizeof(float));
+  std::vector<device_array<float>> in(sets), out(sets);
+  for (int k = 0; k < sets; ++k) {
+    in[k] = device_array<float>(count);
+    out[k] = device_array<float>(count);
+    fill_uniform(in[k].data(), count, -1, 1, 3100 + k);
+  }
+  bench_case c;
+  c.pattern = "transpose";
+  c.label = label;
+  c.type = "f32";
+  c.n = count;
+  c.shape = shape;
+  c.bytes = 2.0 * count * sizeof(float);
+  c.sets = sets;
+  c.copy = [&](int k) {
+    check(cudaMemcpyAsync(out[k].data(), in[k].data(), in[k].bytes(), cudaMemcpyDeviceToDevice,
+                          stream),
+          "cudaMemcpyAsync");
+  };
+  c.copy_bytes = double(count) * sizeof(float);
+  c.variants.push_back({"ppat::" + label.substr(0, label.find(' ')),
+                        [&](int k) { run(in[k].data(), out[k].data(), stream); }, nullptr});
+  s.run(c);
+}
+
+void unpaired_cases(session& s) {
+  const std::vector<std::size_t> shape = {64, 64, 256, 256};  // 2^28 floats
+  unpaired_case(s, "permute (3, 1, 0, 2)", "64 x 64 x 256 x 256", std::size_t{1} << 28,
+                [&](const float* in, float* out, cudaStream_t stream) {
+                  ppat::permute(in, out, shape, {3, 1, 0, 2}, stream);
+                });
+  unpaired_case(s, "transpose_batched 4096 x (64 x 64)", "4096 x 64 x 64", std::size_t{1} << 24,
+                [](const float* in, float* out, cudaStream_t stream) {
+                  ppat::transpose_batched(in, out, 4096, 64, 64, stream);
+                });
+  // In place: `out` is the matrix; `in` is unused.
+  unpaired_case(s, "transpose_inplace 16384 x 16384", "16384 x 16384", std::size_t{1} << 28,
+                [](const float*, float* data, cudaStream_t stream) {
+                  ppat::transpose_inplace(data, 16384, stream);
+                });
 }
 
 struct shape {
@@ -141,6 +199,7 @@ void bench_transpose(session& s) {
   if (s.wants_type("u8", defaults)) shapes_for<std::uint8_t>(s, custom ? shapes : large);
   if (s.wants_type("u16", defaults)) shapes_for<std::uint16_t>(s, custom ? shapes : large);
   if (s.wants_type("16B", defaults)) shapes_for<uint4>(s, custom ? shapes : large);
+  if (!custom && s.wants_type("f32", defaults)) unpaired_cases(s);
 }
 
 }  // namespace ppat_bench

@@ -203,6 +203,43 @@ int self_check() {
   const std::size_t rows = 1023, cols = 1029;
   const auto matrix = random_values<int>(rows * cols, -1000000, 1000000);
   const auto transposed = ppat_reference::transpose(matrix, rows, cols);
+  report("transpose", [&] {
+    return run_and_compare<int, int>(
+        matrix, transposed, [&](const int* in, int* out) { ppat::transpose(in, out, rows, cols); });
+  });
+  // Two matrices of rows/3 x cols, each transposed.
+  const std::size_t third = rows / 3;
+  std::vector<int> batched_expected;
+  for (std::size_t m = 0; m < 2; ++m) {
+    const std::vector<int> one(matrix.begin() + m * third * cols,
+                               matrix.begin() + (m + 1) * third * cols);
+    const auto t = ppat_reference::transpose(one, third, cols);
+    batched_expected.insert(batched_expected.end(), t.begin(), t.end());
+  }
+  report("transpose_batched", [&] {
+    return run_and_compare<int, int>(matrix, batched_expected, [&](const int* in, int* out) {
+      ppat::transpose_batched(in, out, 2, third, cols);
+    });
+  });
+  const std::vector<std::size_t> shape = {11, 31, 3, 1000};
+  const std::vector<int> axes = {3, 1, 0, 2};
+  report("permute", [&] {
+    return run_and_compare<int, int>(
+        std::vector<int>(matrix.begin(), matrix.begin() + 11 * 31 * 3 * 1000),
+        ppat_reference::permute(
+            std::vector<int>(matrix.begin(), matrix.begin() + 11 * 31 * 3 * 1000), shape, axes),
+        [&](const int* in, int* out) { ppat::permute(in, out, shape, axes); });
+  });
+  // In place: the square's copy is transposed where it lies.
+  const std::size_t side = 1021;
+  const std::vector<int> square(matrix.begin(), matrix.begin() + side * side);
+  report("transpose_inplace", [&] {
+    return run_and_compare<int, int>(
+        square, ppat_reference::transpose(square, side, side), [&](const int* in, int* out) {
+          check_cuda(cudaMemcpy(out, in, side * side * sizeof(int), cudaMemcpyDeviceToDevice));
+          ppat::transpose_inplace(out, side);
+        });
+  });
   report("textbook::transpose_naive", [&] {
     return run_and_compare<int, int>(matrix, transposed, [&](const int* in, int* out) {
       tb::transpose_naive(in, out, rows, cols);

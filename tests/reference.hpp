@@ -148,4 +148,27 @@ std::vector<T> transpose(const std::vector<T>& in, std::size_t rows, std::size_t
   return out;
 }
 
+// NumPy's transpose(in, axes) of a row-major array: out.shape[i] = shape[axes[i]].
+template <class T>
+std::vector<T> permute(const std::vector<T>& in, const std::vector<std::size_t>& shape,
+                       const std::vector<int>& axes) {
+  const std::size_t rank = shape.size();
+  std::vector<std::size_t> in_stride(rank, 1);
+  for (std::size_t d = rank; d-- > 1;)
+    in_stride[d - 1] = in_stride[d] * shape[d];
+  std::vector<T> out(in.size());
+  std::vector<std::size_t> index(rank, 0);  // of the output element, in output axes
+  for (std::size_t o = 0; o < out.size(); ++o) {
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < rank; ++i)
+      from += index[i] * in_stride[axes[i]];
+    out[o] = in[from];
+    for (std::size_t i = rank; i-- > 0;) {  // next output index, last axis fastest
+      if (++index[i] < shape[axes[i]]) break;
+      index[i] = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace ppat_reference

@@ -1,9 +1,15 @@
-// Transpose rungs against the host reference: degenerate, skinny, prime and tile-boundary
-// shapes, every element size from 1 to 16 bytes, more than 2^28 elements, bad arguments.
+// Transposes against the host reference: every rung (textbook and production) on
+// degenerate, skinny, prime and tile-boundary shapes, every element size from 1 to 16
+// bytes, more than 2^28 elements; then the production calls' own cases: leading
+// dimensions (the padding of `out` untouched), unaligned matrices, batches, in place, and
+// permutes of rank 1 to 8; bad arguments.
 #include <ppat/ppat.cuh>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "reference.hpp"
 #include "support.hpp"
@@ -16,18 +22,20 @@ struct bytes16 {
   std::uint64_t low, high;
 };
 
-enum class rung { naive, tiled };
-constexpr rung rungs[] = {rung::naive, rung::tiled};
+enum class rung { naive, tiled, production };
+constexpr rung rungs[] = {rung::naive, rung::tiled, rung::production};
 const char* name(rung r) {
-  return r == rung::naive ? "naive" : "tiled";
+  return r == rung::naive ? "naive" : r == rung::tiled ? "tiled" : "production";
 }
 
 template <class T>
 void run_transpose(rung r, const T* in, T* out, std::size_t rows, std::size_t cols) {
   if (r == rung::naive)
     ppat::textbook::transpose_naive(in, out, rows, cols);
-  else
+  else if (r == rung::tiled)
     ppat::textbook::transpose_tiled(in, out, rows, cols);
+  else
+    ppat::transpose(in, out, rows, cols);
 }
 
 // Random bytes make random elements of any type.
@@ -87,48 +95,48 @@ void check_all_shapes() {
     check_transpose<T>(s.rows, s.cols);
 }
 
-TEST(textbook_transpose, one_byte_elements) {
+TEST(transpose, one_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<std::uint8_t>();
 }
-TEST(textbook_transpose, two_byte_elements) {
+TEST(transpose, two_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<std::uint16_t>();
 }
-TEST(textbook_transpose, four_byte_elements) {
+TEST(transpose, four_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<float>();
   check_transpose<float>(8191, 8193);
 }
-TEST(textbook_transpose, eight_byte_elements) {
+TEST(transpose, eight_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<double>();
 }
-TEST(textbook_transpose, sixteen_byte_elements) {
+TEST(transpose, sixteen_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<bytes16>();
 }
 
 // More than 2^28 elements, prime sides.
-TEST(textbook_transpose, huge_u8_above_2_pow_28) {
+TEST(transpose, huge_u8_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_transpose<std::uint8_t>(16411, 16417);
 }
 
-TEST(textbook_transpose_arguments, empty_shapes_are_a_no_op) {
+TEST(transpose_arguments, empty_shapes_are_a_no_op) {
   for (rung r : rungs) {
     EXPECT_NO_THROW(run_transpose<float>(r, nullptr, nullptr, 0, 100));
     EXPECT_NO_THROW(run_transpose<float>(r, nullptr, nullptr, 100, 0));
   }
 }
 
-TEST(textbook_transpose_arguments, bad_arguments_are_rejected) {
+TEST(transpose_arguments, bad_arguments_are_rejected) {
   auto* fake = reinterpret_cast<float*>(std::uintptr_t{1} << 20);  // never dereferenced
   for (rung r : rungs) {
     EXPECT_THROW(run_transpose<float>(r, nullptr, fake + 1000, 10, 10), std::invalid_argument);
@@ -138,6 +146,234 @@ TEST(textbook_transpose_arguments, bad_arguments_are_rejected) {
     EXPECT_THROW(run_transpose(r, fake, fake + 1000, std::size_t{1} << 40, std::size_t{1} << 40),
                  std::invalid_argument);
   }
+}
+
+// ---- The production calls' own cases ----
+
+template <class T>
+std::string describe(const std::string& what) {
+  return what + ", " + std::to_string(sizeof(T)) + "-byte elements";
+}
+
+// Leading dimensions with padding: `out` starts poisoned, its padding must stay so. Also
+// from pointers one element past 16-byte alignment, element by element.
+template <class T>
+void check_leading_dimensions(std::size_t rows, std::size_t cols, std::size_t pad_in,
+                              std::size_t pad_out, std::size_t offset) {
+  const std::size_t ld_in = cols + pad_in, ld_out = rows + pad_out;
+  SCOPED_TRACE(describe<T>(std::to_string(rows) + " x " + std::to_string(cols) + " ld_in " +
+                           std::to_string(ld_in) + " ld_out " + std::to_string(ld_out) +
+                           " offset " + std::to_string(offset)));
+  const auto in = random_elements<T>(rows * ld_in + offset);
+  std::vector<T> dense(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    std::memcpy(&dense[r * cols], &in[offset + r * ld_in], cols * sizeof(T));
+  const auto transposed = ppat_reference::transpose(dense, rows, cols);
+  device_buffer<T> input(in, /*guard=*/64);
+  device_buffer<T> output(cols * ld_out + offset, /*guard=*/64);
+  output.poison();
+  ppat::transpose(input.data() + offset, ld_in, output.data() + offset, ld_out, rows, cols);
+  ppat_test::expect_no_cuda_error();
+  const auto actual = output.download();
+  long long wrong = -1;
+  for (std::size_t i = 0; i < actual.size() && wrong < 0; ++i) {
+    const bool inside = i >= offset && (i - offset) % ld_out < rows && (i - offset) / ld_out < cols;
+    const std::size_t c = (i - offset) / ld_out, r = (i - offset) % ld_out;
+    std::vector<unsigned char> poison(sizeof(T), ppat_test::poison_byte);
+    const bool right = inside ? std::memcmp(&actual[i], &transposed[c * rows + r], sizeof(T)) == 0
+                              : std::memcmp(&actual[i], poison.data(), sizeof(T)) == 0;
+    if (!right) wrong = (long long)i;
+  }
+  EXPECT_EQ(wrong, -1) << "first wrong element of out (data or padding)";
+  EXPECT_TRUE(output.guards_intact()) << "write outside out";
+}
+
+template <class T>
+void check_leading_dimensions_all() {
+  check_leading_dimensions<T>(31, 33, 5, 3, 0);
+  check_leading_dimensions<T>(200, 300, 16, 32, 0);  // aligned rows: 16-byte accesses
+  check_leading_dimensions<T>(200, 300, 16, 32, 1);  // one element off: element by element
+  check_leading_dimensions<T>(129, 1, 0, 7, 0);
+  check_leading_dimensions<T>(1, 129, 7, 0, 0);
+}
+
+TEST(transpose_production, leading_dimensions_and_alignment) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_leading_dimensions_all<std::uint8_t>();
+  check_leading_dimensions_all<std::uint16_t>();
+  check_leading_dimensions_all<float>();
+  check_leading_dimensions_all<double>();
+  check_leading_dimensions_all<bytes16>();
+}
+
+template <class T>
+void check_batched(std::size_t batch, std::size_t rows, std::size_t cols) {
+  if (!ppat_test::fits_item_budget(batch * rows * cols)) return;
+  SCOPED_TRACE(describe<T>(std::to_string(batch) + " x (" + std::to_string(rows) + " x " +
+                           std::to_string(cols) + ")"));
+  const auto in = random_elements<T>(batch * rows * cols);
+  std::vector<T> expected;
+  for (std::size_t m = 0; m < batch; ++m) {
+    const std::vector<T> matrix(in.begin() + m * rows * cols, in.begin() + (m + 1) * rows * cols);
+    const auto t = ppat_reference::transpose(matrix, rows, cols);
+    expected.insert(expected.end(), t.begin(), t.end());
+  }
+  device_buffer<T> input(in, /*guard=*/64);
+  device_buffer<T> output(in.size(), /*guard=*/64);
+  output.poison();
+  ppat::transpose_batched(input.data(), output.data(), batch, rows, cols);
+  ppat_test::expect_no_cuda_error();
+  EXPECT_EQ(ppat_test::first_mismatch(output.download(), expected), -1) << "first wrong element";
+  EXPECT_TRUE(output.guards_intact()) << "write outside out";
+}
+
+template <class T>
+void check_batched_all() {
+  check_batched<T>(3, 31, 33);
+  check_batched<T>(5, 64, 64);
+  check_batched<T>(2, 1, 1000);
+  check_batched<T>(7, 129, 3);
+  check_batched<T>(1000, 16, 16);
+}
+
+TEST(transpose_production, batched) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_batched_all<std::uint8_t>();
+  check_batched_all<std::uint16_t>();
+  check_batched_all<float>();
+  check_batched_all<double>();
+  check_batched_all<bytes16>();
+}
+
+template <class T>
+void check_inplace(std::size_t n, std::size_t offset) {
+  if (!ppat_test::fits_item_budget(n * n)) return;
+  SCOPED_TRACE(describe<T>("in place " + std::to_string(n) + " offset " + std::to_string(offset)));
+  const auto in = random_elements<T>(n * n + offset);
+  const std::vector<T> matrix(in.begin() + offset, in.end());
+  auto expected = ppat_reference::transpose(matrix, n, n);
+  expected.insert(expected.begin(), in.begin(), in.begin() + offset);
+  device_buffer<T> data(in, /*guard=*/64);
+  ppat::transpose_inplace(data.data() + offset, n);
+  ppat_test::expect_no_cuda_error();
+  EXPECT_EQ(ppat_test::first_mismatch(data.download(), expected), -1) << "first wrong element";
+  EXPECT_TRUE(data.guards_intact()) << "write outside data";
+}
+
+template <class T>
+void check_inplace_all() {
+  for (std::size_t n : {1, 2, 31, 64, 65, 129, 1024, 4099})
+    check_inplace<T>(n, 0);
+  check_inplace<T>(200, 1);  // not 16-byte aligned: element by element
+}
+
+TEST(transpose_production, in_place) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_inplace_all<std::uint8_t>();
+  check_inplace_all<std::uint16_t>();
+  check_inplace_all<float>();
+  check_inplace_all<double>();
+  check_inplace_all<bytes16>();
+}
+
+template <class T>
+void check_permute(const std::vector<std::size_t>& shape, const std::vector<int>& axes,
+                   std::size_t offset = 0) {
+  std::size_t count = 1;
+  for (std::size_t extent : shape)
+    count *= extent;
+  if (!ppat_test::fits_item_budget(count)) return;
+  std::string what = "permute shape (";
+  for (std::size_t extent : shape)
+    what += std::to_string(extent) + " ";
+  what += ") axes (";
+  for (int axis : axes)
+    what += std::to_string(axis) + " ";
+  SCOPED_TRACE(describe<T>(what + ") offset " + std::to_string(offset)));
+  const auto in = random_elements<T>(count + offset);
+  const std::vector<T> array(in.begin() + offset, in.end());
+  device_buffer<T> input(in, /*guard=*/64);
+  device_buffer<T> output(count + offset, /*guard=*/64);
+  output.poison();
+  ppat::permute(input.data() + offset, output.data() + offset, shape, axes);
+  ppat_test::expect_no_cuda_error();
+  auto actual = output.download();
+  actual.erase(actual.begin(), actual.begin() + offset);
+  EXPECT_EQ(ppat_test::first_mismatch(actual, ppat_reference::permute(array, shape, axes)), -1)
+      << "first wrong element";
+  EXPECT_TRUE(output.guards_intact()) << "write outside out";
+}
+
+// Random shapes of every rank (extents 1 to 6, some of them one), random axes.
+template <class T>
+void check_random_permutes() {
+  for (int rank = 1; rank <= 8; ++rank) {
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<std::size_t> shape;
+      const long long max_extent = rank <= 3 ? 40 : rank <= 5 ? 9 : 5;
+      for (const long long extent : ppat_test::random_integers<long long>(rank, 1, max_extent))
+        shape.push_back(std::size_t(extent));
+      std::vector<int> axes(rank);
+      for (int i = 0; i < rank; ++i)
+        axes[i] = i;
+      std::shuffle(axes.begin(), axes.end(), ppat_test::rng());
+      check_permute<T>(shape, axes, std::size_t(trial % 2));
+    }
+  }
+}
+
+TEST(permute, ranks_one_to_eight) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_random_permutes<std::uint8_t>();
+  check_random_permutes<std::uint16_t>();
+  check_random_permutes<float>();
+  check_random_permutes<double>();
+  check_random_permutes<bytes16>();
+}
+
+TEST(permute, identity_size_one_axes_and_rows) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_permute<float>({7, 9, 11}, {0, 1, 2});                 // a copy
+  check_permute<float>({1, 300, 1, 200, 1}, {4, 3, 2, 1, 0});  // a plane
+  check_permute<float>({5, 1, 7}, {1, 0, 2});                  // only a size-one axis moves
+  check_permute<float>({30, 20, 64}, {1, 0, 2});               // whole rows, 16-byte units
+  check_permute<float>({30, 20, 63}, {1, 0, 2});               // whole rows, element by element
+  check_permute<std::uint8_t>({6, 5, 4, 33}, {2, 0, 1, 3});
+  check_permute<float>({64, 48, 40, 72}, {3, 1, 0, 2});  // the benchmark's 4-d permute
+  check_permute<bytes16>({2, 3, 4, 5, 6, 7, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0});
+}
+
+TEST(transpose_arguments, production_calls_reject_bad_arguments) {
+  auto* fake = reinterpret_cast<float*>(std::uintptr_t{1} << 20);  // never dereferenced
+  auto* other = fake + 100000;
+  using std::invalid_argument;
+  EXPECT_THROW(ppat::transpose(fake, 9, other, 20, 20, 10), invalid_argument) << "ld_in < cols";
+  EXPECT_THROW(ppat::transpose(fake, 10, other, 19, 20, 10), invalid_argument) << "ld_out < rows";
+  EXPECT_THROW(ppat::transpose(fake, 10, fake + 100, 20, 20, 10), invalid_argument) << "overlap";
+  EXPECT_THROW(ppat::transpose(fake, 10, static_cast<float*>(nullptr), 20, 20, 10),
+               invalid_argument);
+  EXPECT_NO_THROW(ppat::transpose(fake, 0, other, 0, 0, 10)) << "empty";
+  EXPECT_THROW(ppat::transpose_batched(fake, fake + 50, 2, 10, 10), invalid_argument);
+  EXPECT_THROW(ppat::transpose_batched(fake, other, std::size_t{1} << 40, 1 << 20, 1 << 20),
+               invalid_argument);
+  EXPECT_THROW(ppat::transpose_inplace(static_cast<float*>(nullptr), 10), invalid_argument);
+  EXPECT_NO_THROW(ppat::transpose_inplace(static_cast<float*>(nullptr), 0));
+  EXPECT_THROW(ppat::permute(fake, other, {2, 3}, {0, 0}), invalid_argument) << "not a permutation";
+  EXPECT_THROW(ppat::permute(fake, other, {2, 3}, {0, 2}), invalid_argument) << "axis too big";
+  EXPECT_THROW(ppat::permute(fake, other, {2, 3}, {-1, 0}), invalid_argument);
+  EXPECT_THROW(ppat::permute(fake, other, {2, 3}, {0}), invalid_argument) << "rank mismatch";
+  EXPECT_THROW(ppat::permute(fake, other, {}, {}), invalid_argument) << "rank 0";
+  EXPECT_THROW(
+      ppat::permute(fake, other, std::vector<std::size_t>(9, 2), {0, 1, 2, 3, 4, 5, 6, 7, 8}),
+      invalid_argument)
+      << "rank 9";
+  EXPECT_THROW(ppat::permute(fake, fake + 3, {2, 3}, {1, 0}), invalid_argument) << "overlap";
+  EXPECT_NO_THROW(ppat::permute(fake, other, {2, 0, 3}, {2, 1, 0})) << "empty";
 }
 
 }  // namespace

@@ -11,3 +11,4 @@
 #include "reduce.cuh"
 #include "scan.cuh"
 #include "textbook.cuh"
+#include "transpose.cuh"
