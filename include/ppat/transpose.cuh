@@ -182,11 +182,17 @@ struct transpose_tile {
   static constexpr int vec = int(16 / sizeof(T));
   static constexpr int side = sizeof(T) == 1 ? 128 : sizeof(T) <= 4 ? 64 : 32;
   static constexpr int chunks = side / vec;
-  static constexpr int threads = 256;
+  static constexpr int chunks_per_thread = 4;  // 64 bytes a thread in flight
+  static constexpr int threads = side * chunks / chunks_per_thread;
+  // Element by element (rows not 16-byte aligned, or a tile cut by the matrix's edge):
+  // elements a thread loads at a time. Few where this only serves edge tiles, so that the
+  // 16-byte path keeps its registers.
+  template <bool Vectors>
+  static constexpr int elements_per_step = std::min(Vectors ? 4 : 8, side* side / threads);
 };
 constexpr int transpose_blocks_per_sm = 8;
 
-template <class T, bool Vectors>
+template <class T, bool VectorsIn, bool VectorsOut>
 __global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout,
                                         std::size_t tiles_a, std::size_t tiles_b,
                                         std::size_t tiles);
@@ -197,16 +203,13 @@ template <class U>
 __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
                                     plane_layout rows);
 
-// True when every row start and batch start is 16-byte aligned.
+// True when every row and batch of `data` starts on a 16-byte boundary.
 template <class T>
-bool planes_take_vectors(const T* in, const T* out, const plane_layout& layout) {
-  bool aligned = aligned_to(in, 16) && aligned_to(out, 16) &&
-                 layout.in_row_stride * sizeof(T) % 16 == 0 &&
-                 layout.out_row_stride * sizeof(T) % 16 == 0;
-  for (int d = 0; d < layout.batch_rank; ++d) {
-    aligned = aligned && layout.batch_in_stride[d] * sizeof(T) % 16 == 0 &&
-              layout.batch_out_stride[d] * sizeof(T) % 16 == 0;
-  }
+bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batch_strides,
+                  int batch_rank) {
+  bool aligned = aligned_to(data, 16) && row_stride * sizeof(T) % 16 == 0;
+  for (int d = 0; d < batch_rank; ++d)
+    aligned = aligned && batch_strides[d] * sizeof(T) % 16 == 0;
   return aligned;
 }
 
@@ -222,12 +225,22 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStrea
   const auto& limits = limits_of(stream, function);
   const unsigned blocks = unsigned(
       std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * transpose_blocks_per_sm));
-  if (planes_take_vectors(in, out, layout)) {
-    transpose_planes_kernel<T, true>
-        <<<blocks, tile::threads, 0, stream>>>(in, out, layout, tiles_a, tiles_b, tiles);
+  // Each side moves 16-byte vectors when its rows allow.
+  const bool vectors_in =
+      rows_aligned(in, layout.in_row_stride, layout.batch_in_stride, layout.batch_rank);
+  const bool vectors_out =
+      rows_aligned(out, layout.out_row_stride, layout.batch_out_stride, layout.batch_rank);
+  const auto launch = [&](auto kernel) {
+    kernel<<<blocks, tile::threads, 0, stream>>>(in, out, layout, tiles_a, tiles_b, tiles);
+  };
+  if (vectors_in && vectors_out) {
+    launch(transpose_planes_kernel<T, true, true>);
+  } else if (vectors_in) {
+    launch(transpose_planes_kernel<T, true, false>);
+  } else if (vectors_out) {
+    launch(transpose_planes_kernel<T, false, true>);
   } else {
-    transpose_planes_kernel<T, false>
-        <<<blocks, tile::threads, 0, stream>>>(in, out, layout, tiles_a, tiles_b, tiles);
+    launch(transpose_planes_kernel<T, false, false>);
   }
   check_launch(function, "transpose_planes_kernel");
 }
@@ -373,94 +386,177 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   check_launch(function, "permute_rows_kernel");
 }
 
+// Element (b, a) of the staged tile: chunk a / V of row b sits at (a / V) ^ ((b / V) % 8).
+template <class T>
+__device__ T* staged_element(uint4* staged, int b, int a) {
+  using tile = transpose_tile<T>;
+  constexpr int vec = tile::vec;
+  return reinterpret_cast<T*>(&staged[b * tile::chunks + ((a / vec) ^ ((b / vec) & 7))]) + a % vec;
+}
+
+// Rows [0, b_count) of a tile whose rows are whole, as 16-byte vectors into registers:
+// lanes along the row, a warp reading whole rows, every load in flight at once.
+template <class T>
+__device__ void load_tile_vectors(const T* in, std::size_t in_row_stride, int b_count,
+                                  uint4 (&raw)[transpose_tile<T>::chunks_per_thread]) {
+  using tile = transpose_tile<T>;
+#pragma unroll
+  for (int s = 0; s < tile::chunks_per_thread; ++s) {
+    const int i = threadIdx.x + s * tile::threads, b = i / tile::chunks, j = i % tile::chunks;
+    if (b < b_count) {
+      raw[s] = *reinterpret_cast<const uint4*>(in + std::size_t(b) * in_row_stride + j * tile::vec);
+    }
+  }
+}
+
+// The vectors of load_tile_vectors into `staged`, chunk j of row b at j ^ ((b / V) % 8).
+template <class T>
+__device__ void stage_vectors(const uint4 (&raw)[transpose_tile<T>::chunks_per_thread], int b_count,
+                              uint4* staged) {
+  using tile = transpose_tile<T>;
+#pragma unroll
+  for (int s = 0; s < tile::chunks_per_thread; ++s) {
+    const int i = threadIdx.x + s * tile::threads, b = i / tile::chunks, j = i % tile::chunks;
+    if (b < b_count) staged[b * tile::chunks + (j ^ ((b / tile::vec) & 7))] = raw[s];
+  }
+}
+
 // Copies tile rows [0, b_count) x columns [0, a_count) from `in` (element (0, 0) of the
-// tile, rows `in_row_stride` apart) into `staged`, chunk j of row b at j ^ ((b / V) % 8).
+// tile, rows `in_row_stride` apart) into `staged`.
 template <class T, bool Vectors>
 __device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
                            uint4* staged) {
   using tile = transpose_tile<T>;
-  constexpr int side = tile::side, vec = tile::vec, chunks = tile::chunks;
-  const bool whole = b_count == side && a_count == side;
-  for (int i = threadIdx.x; i < side * chunks; i += tile::threads) {
-    const int b = i / chunks, j = i % chunks;
-    uint4* chunk = &staged[b * chunks + (j ^ ((b / vec) & 7))];
-    const T* row = in + std::size_t(b) * in_row_stride + j * vec;
-    if (Vectors && whole) {
-      *chunk = *reinterpret_cast<const uint4*>(row);
-    } else if (b < b_count) {
+  constexpr int side = tile::side;
+  if (Vectors && a_count == side) {
+    uint4 raw[tile::chunks_per_thread];
+    load_tile_vectors(in, in_row_stride, b_count, raw);
+    stage_vectors<T>(raw, b_count, staged);
+    return;
+  }
+  // Element by element, lanes along the row; each step's loads all in flight.
+  constexpr int per_step = tile::template elements_per_step<Vectors>;
+  static_assert(side * side % (tile::threads * per_step) == 0, "whole steps");
+#pragma unroll 1
+  for (int first = 0; first < side * side; first += tile::threads * per_step) {
+    T items[per_step];
 #pragma unroll
-      for (int k = 0; k < vec; ++k) {
-        if (j * vec + k < a_count) reinterpret_cast<T*>(chunk)[k] = row[k];
-      }
+    for (int s = 0; s < per_step; ++s) {
+      const int e = first + threadIdx.x + s * tile::threads, b = e / side, a = e % side;
+      if (b < b_count && a < a_count) items[s] = in[std::size_t(b) * in_row_stride + a];
+    }
+#pragma unroll
+    for (int s = 0; s < per_step; ++s) {
+      const int e = first + threadIdx.x + s * tile::threads, b = e / side, a = e % side;
+      if (b < b_count && a < a_count) *staged_element<T>(staged, b, a) = items[s];
     }
   }
 }
 
 // Writes the staged tile transposed: row a of the output tile is column a of `staged`,
-// going to `out` (element (0, 0) of the output tile, rows `out_row_stride` apart). Lanes
-// take V rows a and 32 / V chunks b of each: distinct banks in `staged`, whole sectors in
-// `out`.
+// going to `out` (element (0, 0) of the output tile, rows `out_row_stride` apart). With
+// vectors, lanes take V rows a and 32 / V chunks b of each: distinct banks in `staged`,
+// whole sectors in `out`.
 template <class T, bool Vectors>
 __device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                      const uint4* staged) {
+                                      uint4* staged) {
   using tile = transpose_tile<T>;
   constexpr int side = tile::side, vec = tile::vec, chunks = tile::chunks;
-  const bool whole = b_count == side && a_count == side;
-  for (int i = threadIdx.x; i < side * chunks; i += tile::threads) {
-    const int in_chunk = i % vec, rest = i / vec;
-    const int vb = rest % chunks, a = in_chunk + vec * (rest / chunks);
-    // Column a sits in chunk a / V of each row b, moved by (b / V) % 8 = vb % 8.
-    const int chunk = (a / vec) ^ (vb & 7);
-    const auto element = [&](int k) {
-      return reinterpret_cast<const T*>(&staged[(vb * vec + k) * chunks + chunk]) + in_chunk;
-    };
-    T* row = out + std::size_t(a) * out_row_stride + vb * vec;
-    if (Vectors && whole) {
+  if (Vectors && b_count == side) {
+    // Stores need not wait for each other: one chunk at a time keeps registers few.
+#pragma unroll 1
+    for (int i = threadIdx.x; i < side * chunks; i += tile::threads) {
+      const int in_chunk = i % vec, rest = i / vec;
+      const int vb = rest % chunks, a = in_chunk + vec * (rest / chunks);
+      if (a >= a_count) continue;
       unsigned char bytes[16];
 #pragma unroll
       for (int k = 0; k < vec; ++k)
-        std::memcpy(bytes + k * sizeof(T), element(k), sizeof(T));
+        std::memcpy(bytes + k * sizeof(T), staged_element<T>(staged, vb * vec + k, a), sizeof(T));
       uint4 raw;
       std::memcpy(&raw, bytes, 16);
-      *reinterpret_cast<uint4*>(row) = raw;
-    } else if (a < a_count) {
-#pragma unroll
-      for (int k = 0; k < vec; ++k) {
-        if (vb * vec + k < b_count) std::memcpy(row + k, element(k), sizeof(T));
-      }
+      *reinterpret_cast<uint4*>(out + std::size_t(a) * out_row_stride + vb * vec) = raw;
+    }
+    return;
+  }
+  // Element by element, lanes along the output row.
+#pragma unroll(Vectors ? 1 : 4)
+  for (int e = threadIdx.x; e < side * side; e += tile::threads) {
+    const int a = e / side, b = e % side;
+    if (a < a_count && b < b_count) {
+      std::memcpy(out + std::size_t(a) * out_row_stride + b, staged_element<T>(staged, b, a),
+                  sizeof(T));
     }
   }
 }
 
-// Block-strided over tiles, the column tiles of a row of tiles next to each other.
-template <class T, bool Vectors>
+// Where a tile of the planes lies, and how much of it the matrix covers.
+struct tile_place {
+  std::size_t in_offset, out_offset;
+  int a_count, b_count;
+};
+
+template <int Side>
+__device__ tile_place place_of_tile(std::size_t t, const plane_layout& layout, std::size_t tiles_a,
+                                    std::size_t tiles_b) {
+  const std::size_t a0 = t % tiles_a * Side;
+  t /= tiles_a;
+  const std::size_t b0 = t % tiles_b * Side;
+  t /= tiles_b;
+  tile_place place{b0 * layout.in_row_stride + a0, a0 * layout.out_row_stride + b0,
+                   int(min(std::size_t(Side), layout.cols - a0)),
+                   int(min(std::size_t(Side), layout.rows - b0))};
+  for (int d = layout.batch_rank - 1; d >= 0; --d) {
+    const std::size_t index = t % layout.batch_extent[d];
+    t /= layout.batch_extent[d];
+    place.in_offset += index * layout.batch_in_stride[d];
+    place.out_offset += index * layout.batch_out_stride[d];
+  }
+  return place;
+}
+
+// Block-strided over tiles, the column tiles of a row of tiles next to each other. While a
+// block writes one tile out, the loads of its next tile are already in flight.
+template <class T, bool VectorsIn, bool VectorsOut>
 __global__ void __launch_bounds__(transpose_tile<T>::threads)
     transpose_planes_kernel(const T* in, T* out, plane_layout layout, std::size_t tiles_a,
                             std::size_t tiles_b, std::size_t tiles) {
   using tile = transpose_tile<T>;
   constexpr int side = tile::side;
   __shared__ uint4 staged[side * tile::chunks];
-  for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    std::size_t rest = t;
-    const std::size_t a0 = rest % tiles_a * side;
-    rest /= tiles_a;
-    const std::size_t b0 = rest % tiles_b * side;
-    rest /= tiles_b;
-    std::size_t in_offset = b0 * layout.in_row_stride + a0;
-    std::size_t out_offset = a0 * layout.out_row_stride + b0;
-    for (int d = layout.batch_rank - 1; d >= 0; --d) {
-      const std::size_t index = rest % layout.batch_extent[d];
-      rest /= layout.batch_extent[d];
-      in_offset += index * layout.batch_in_stride[d];
-      out_offset += index * layout.batch_out_stride[d];
+  uint4 ahead[tile::chunks_per_thread];
+  // Only whole tiles are loaded ahead: their loads need no bounds, and edge tiles take
+  // stage_tile.
+  const auto prefetch = [&](const tile_place& place) {
+    const bool whole = VectorsIn && place.a_count == side && place.b_count == side;
+    if (whole) load_tile_vectors(in + place.in_offset, layout.in_row_stride, side, ahead);
+    return whole;
+  };
+  std::size_t t = blockIdx.x;
+  if (t >= tiles) return;
+  tile_place place = place_of_tile<side>(t, layout, tiles_a, tiles_b);
+  bool loaded = prefetch(place);
+  for (;;) {
+    if (loaded) {
+      stage_vectors<T>(ahead, side, staged);
+    } else {
+      stage_tile<T, VectorsIn>(in + place.in_offset, layout.in_row_stride, place.b_count,
+                               place.a_count, staged);
     }
-    const int a_count = int(min(std::size_t(side), layout.cols - a0));
-    const int b_count = int(min(std::size_t(side), layout.rows - b0));
-    stage_tile<T, Vectors>(in + in_offset, layout.in_row_stride, b_count, a_count, staged);
     __syncthreads();
-    write_tile_transposed<T, Vectors>(out + out_offset, layout.out_row_stride, b_count, a_count,
-                                      staged);
+    const std::size_t next = t + gridDim.x;
+    tile_place next_place{};
+    loaded = false;
+    if (next < tiles) {
+      next_place = place_of_tile<side>(next, layout, tiles_a, tiles_b);
+      loaded = prefetch(next_place);
+    }
+    write_tile_transposed<T, VectorsOut>(out + place.out_offset, layout.out_row_stride,
+                                         place.b_count, place.a_count, staged);
     __syncthreads();  // the next tile reuses `staged`
+    if (next >= tiles) break;
+    t = next;
+    place = next_place;
   }
 }
 
