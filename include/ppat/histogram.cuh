@@ -347,10 +347,15 @@ __global__ void __launch_bounds__(histogram_threads) histogram_kernel(const Job 
   const unsigned my_copy =
       unsigned(__cvta_generic_to_shared(counters)) + (lane & (copies - 1)) * sizeof(shared_counter);
   const unsigned copy_stride = copies * sizeof(shared_counter);
+  // Where each channel's first slot of this lane's copy is: one multiply-add a sample.
+  unsigned channel_copy[Job::active];
+#pragma unroll
+  for (int c = 0; c < Job::active; ++c)
+    channel_copy[c] = my_copy + unsigned(slot_of(c, 0)) * copy_stride;
   const auto add = [&](int channel, int bin, shared_counter amount) {
     const bool counted = bin < job.binning[channel].num_bins();
     if constexpr (Tier == histogram_tier::shared) {
-      shared_add(my_copy + unsigned(slot_of(channel, bin)) * copy_stride, amount);
+      shared_add(channel_copy[channel] + unsigned(bin) * copy_stride, amount);
     } else if constexpr (Tier == histogram_tier::packed) {
       if (counted) add_packed(job, my_copy, copy_stride, channel, bin, slot_of(channel, bin));
     } else {
