@@ -85,6 +85,16 @@ const shape shapes[] = {{1, 1},
                         {65536, 3},
                         {3, 65536},
                         {1023, 1025},
+                        // Skinny: a short side under a tile, odd, even, one under the tile,
+                        // and whole 16-byte chunks (tiles); long sides off the span.
+                        {2, 100003},
+                        {100003, 2},
+                        {63, 70001},
+                        {70001, 63},
+                        {127, 5001},
+                        {5001, 127},
+                        {32, 4097},
+                        {4097, 32},
                         // more tile rows than a grid has (65535): the kernels' grid-stride loops
                         {3000000, 1},
                         {3000000, 2}};
@@ -195,6 +205,72 @@ void check_leading_dimensions_all() {
   check_leading_dimensions<T>(200, 300, 16, 32, 1);  // one element off: element by element
   check_leading_dimensions<T>(129, 1, 0, 7, 0);
   check_leading_dimensions<T>(1, 129, 7, 0, 0);
+  // Odd leading dimensions: each row off 16-byte boundaries by its own amount.
+  check_leading_dimensions<T>(300, 257, 1, 2, 0);
+  check_leading_dimensions<T>(257, 300, 3, 5, 3);
+}
+
+// Rows off 16-byte boundaries are read as the 16-byte windows they overlap, which reach
+// past a row's ends; never past the input's: here it ends its allocation (no guard), on
+// an odd leading dimension, so that compute-sanitizer sees any read beyond it.
+template <class T>
+void check_input_at_allocation_end(std::size_t rows, std::size_t cols, std::size_t ld_in) {
+  SCOPED_TRACE(describe<T>(std::to_string(rows) + " x " + std::to_string(cols) + " ld_in " +
+                           std::to_string(ld_in) + ", input ending its allocation"));
+  const std::size_t span = (rows - 1) * ld_in + cols;
+  const auto in = random_elements<T>(span);
+  std::vector<T> dense(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    std::memcpy(&dense[r * cols], &in[r * ld_in], cols * sizeof(T));
+  device_buffer<T> input(in);
+  device_buffer<T> output(rows * cols, /*guard=*/64);
+  output.poison();
+  ppat::transpose(input.data(), ld_in, output.data(), rows, rows, cols);
+  ppat_test::expect_no_cuda_error();
+  EXPECT_EQ(
+      ppat_test::first_mismatch(output.download(), ppat_reference::transpose(dense, rows, cols)),
+      -1)
+      << "first wrong element";
+  EXPECT_TRUE(output.guards_intact()) << "write outside out";
+}
+
+TEST(transpose_production, input_ending_its_allocation) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_input_at_allocation_end<std::uint8_t>(300, 257, 263);
+  check_input_at_allocation_end<std::uint16_t>(129, 65, 67);
+  check_input_at_allocation_end<float>(129, 65, 67);
+  check_input_at_allocation_end<double>(33, 31, 33);
+}
+
+// Elements whose addresses are not multiples of their size (pairs of floats, 4 bytes off
+// 8-byte alignment) cannot be gathered into 16-byte windows: they move one by one.
+struct float_pair {
+  float x, y;
+};
+
+TEST(transpose_production, elements_off_their_size) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (const shape s : {shape{37, 45}, shape{200, 300}, shape{3, 5000}, shape{5000, 3}}) {
+    SCOPED_TRACE(std::to_string(s.rows) + " x " + std::to_string(s.cols) + " float pairs");
+    const std::size_t count = s.rows * s.cols;
+    const auto in = random_elements<float_pair>(count);
+    std::vector<float> in_floats(2 * count + 1);
+    std::memcpy(&in_floats[1], in.data(), count * sizeof(float_pair));
+    device_buffer<float> input(in_floats, /*guard=*/64);
+    device_buffer<float> output(2 * count + 1, /*guard=*/64);
+    output.poison();
+    ppat::transpose(reinterpret_cast<const float_pair*>(input.data() + 1),
+                    reinterpret_cast<float_pair*>(output.data() + 1), s.rows, s.cols);
+    ppat_test::expect_no_cuda_error();
+    const auto out_floats = output.download();
+    std::vector<float_pair> actual(count);
+    std::memcpy(actual.data(), &out_floats[1], count * sizeof(float_pair));
+    EXPECT_EQ(ppat_test::first_mismatch(actual, ppat_reference::transpose(in, s.rows, s.cols)), -1)
+        << "first wrong element";
+    EXPECT_TRUE(output.guards_intact()) << "write outside out";
+  }
 }
 
 TEST(transpose_production, leading_dimensions_and_alignment) {
@@ -233,7 +309,8 @@ void check_batched_all() {
   check_batched<T>(3, 31, 33);
   check_batched<T>(5, 64, 64);
   check_batched<T>(2, 1, 1000);
-  check_batched<T>(7, 129, 3);
+  check_batched<T>(7, 129, 3);   // skinny planes, the short side flat in `in`
+  check_batched<T>(3, 5, 1000);  // and in `out`
   check_batched<T>(1000, 16, 16);
 }
 

@@ -1,5 +1,5 @@
-// Production transposes and permutes: square tiles staged through shared memory, read and
-// written with 16-byte accesses on both sides.
+// Production transposes and permutes: tiles staged through shared memory, read and written
+// with 16-byte accesses on both sides.
 //
 //   ppat::transpose(in, out, rows, cols, stream)
 //   ppat::transpose(in, ld_in, out, ld_out, rows, cols, stream)
@@ -9,18 +9,27 @@
 //
 // All but the in-place one are one operation on planes: out(i, a, b) = in(i, b, a), where
 // a runs along the rows of `in` (its contiguous axis), b along the rows of `out`, and i
-// over any number of batch axes with strides of their own. A block stages an S x S tile:
-// it reads S rows of `in` as 16-byte vectors into shared memory, then writes S rows of
-// `out` as 16-byte vectors, each gathered from a column of the tile. S makes a tile row at
-// least 128 bytes: 128 one-byte elements, 64 of two or four bytes, 32 of eight or sixteen.
-// In shared memory the 16-byte chunks of tile row b are permuted by XOR with (b / V) % 8
-// (V elements to a chunk), so both the row-wise vector stores and the column-wise gathers
-// of a warp fall on distinct banks.
+// over any number of batch axes with strides of their own.
 //
-// Matrices whose rows do not start on 16-byte boundaries (odd leading dimensions, unaligned
-// pointers) take the same tiles element by element. permute first drops axes of extent
-// one and merges axes that stay adjacent; what remains is a copy, a set of planes, or (when
-// the contiguous axis stays last) a gather of whole rows.
+// A block moves one S x S tile: it reads S rows of `in` as 16-byte vectors, all in flight
+// at once, into shared memory, then writes S rows of `out` as 16-byte vectors, each
+// gathered from a column of the tile. S makes a tile row at least 128 bytes. In shared
+// memory the 16-byte chunks of tile row b are permuted by XOR with (b / V) % 8 (V elements
+// to a chunk), so both the row-wise stores and the column-wise gathers of a warp fall on
+// distinct banks. One- and two-byte elements are gathered as 32-bit words, V rows at a
+// time, and sorted into E = 4 / sizeof(T) output vectors with byte permutes.
+//
+// Rows that do not start on 16-byte boundaries (odd leading dimensions, offset pointers)
+// are read and written through the 16-byte windows that the row overlaps: whole windows as
+// vectors, the partial ones at the row's two ends element by element.
+//
+// A plane whose short side k is under a tile and contiguous (33 x 2^20, say) wastes most
+// of each tile; the skinny kernel instead moves a span of the long side, all k of it: one
+// side is then a single contiguous run, the other k row pieces, both 16-byte vectors.
+//
+// permute first drops axes of extent one and merges axes that stay adjacent; what remains
+// is a copy, a set of planes, or (when the contiguous axis stays last) a gather of whole
+// rows. transpose_inplace swaps tile pairs across the diagonal.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -28,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -55,6 +65,17 @@ struct plane_layout {
   std::size_t batch_out_stride[max_permute_rank];
 };
 
+// One rows x cols matrix, row r of `in` at r * ld_in, row c of `out` at c * ld_out.
+inline plane_layout matrix_layout(std::size_t rows, std::size_t cols, std::size_t ld_in,
+                                  std::size_t ld_out) {
+  plane_layout layout{};
+  layout.rows = rows;
+  layout.cols = cols;
+  layout.in_row_stride = ld_in;
+  layout.out_row_stride = ld_out;
+  return layout;
+}
+
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
                       const char* function);
@@ -79,12 +100,8 @@ void transpose(const T* in, T* out, std::size_t rows, std::size_t cols, cudaStre
   detail::require_element_size<T>();
   constexpr const char* function = "ppat::transpose";
   if (detail::require_transpose_buffers(in, out, rows, cols, function) == 0) return;
-  detail::plane_layout layout{};
-  layout.rows = rows;
-  layout.cols = cols;
-  layout.in_row_stride = cols;
-  layout.out_row_stride = rows;
-  detail::transpose_planes(in, out, layout, stream, function);
+  detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, cols, rows), stream,
+                           function);
 }
 
 // With leading dimensions: row r of `in` starts at in + r * ld_in (ld_in >= cols), row c
@@ -105,12 +122,8 @@ void transpose(const T* in, std::size_t ld_in, T* out, std::size_t ld_out, std::
   detail::require_buffer(in, in_span, function, "in");
   detail::require_buffer(out, out_span, function, "out");
   detail::require_disjoint(in, in_span, out, out_span, function, "in", "out");
-  detail::plane_layout layout{};
-  layout.rows = rows;
-  layout.cols = cols;
-  layout.in_row_stride = ld_in;
-  layout.out_row_stride = ld_out;
-  detail::transpose_planes(in, out, layout, stream, function);
+  detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, ld_in, ld_out), stream,
+                           function);
 }
 
 // `batch` contiguous rows x cols matrices, each transposed.
@@ -125,11 +138,7 @@ void transpose_batched(const T* in, T* out, std::size_t batch, std::size_t rows,
   detail::require_buffer(out, count, function, "out");
   detail::require_disjoint(in, count, out, count, function, "in", "out");
   if (count == 0) return;
-  detail::plane_layout layout{};
-  layout.rows = rows;
-  layout.cols = cols;
-  layout.in_row_stride = cols;
-  layout.out_row_stride = rows;
+  detail::plane_layout layout = detail::matrix_layout(rows, cols, cols, rows);
   layout.batch_rank = 1;
   layout.batch_extent[0] = batch;
   layout.batch_in_stride[0] = matrix;
@@ -176,68 +185,101 @@ void permute(const T* in, T* out, const std::vector<std::size_t>& shape,
 
 namespace detail {
 
-// The tile: S x S elements, V to a 16-byte chunk, C chunks to a tile row.
+// The tile: S x S elements, V to a 16-byte chunk, C chunks to a tile row. The threads are
+// as few as keep enough 16-byte loads in flight per thread (8 of 4-byte elements, 4 of
+// most others: measured on the H200), so that many blocks fit an SM.
 template <class T>
 struct transpose_tile {
   static constexpr int vec = int(16 / sizeof(T));
   static constexpr int side = sizeof(T) == 1 ? 128 : sizeof(T) <= 4 ? 64 : 32;
   static constexpr int chunks = side / vec;
-  static constexpr int chunks_per_thread = 4;  // 64 bytes a thread in flight
-  static constexpr int threads = side * chunks / chunks_per_thread;
-  // Element by element (rows not 16-byte aligned, or a tile cut by the matrix's edge):
-  // elements a thread loads at a time. Few where this only serves edge tiles, so that the
-  // 16-byte path keeps its registers.
-  template <bool Vectors>
-  static constexpr int elements_per_step = std::min(Vectors ? 4 : 8, side* side / threads);
+  static constexpr int threads = sizeof(T) == 2                     ? 128
+                                 : sizeof(T) == 4 || sizeof(T) == 8 ? 128
+                                                                    : 256;
+  static constexpr int chunks_per_thread = side * chunks / threads;
+  // Four-byte tiles write faster with every gather of a thread issued before its stores.
+  static constexpr int write_unroll = sizeof(T) == 4 ? chunks_per_thread : 1;
 };
-constexpr int transpose_blocks_per_sm = 8;
 
-template <class T, bool VectorsIn, bool VectorsOut>
-__global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout,
-                                        std::size_t tiles_a, std::size_t tiles_b,
-                                        std::size_t tiles);
-template <class T, bool Vectors>
+// The skinny kernel: a block moves a span of the long side, about `span_bytes` of data,
+// loading 16-byte vectors `unroll` at a time per thread. It takes short sides of under 128
+// elements and at most 512 bytes, so that a span of 128-byte row pieces fits 24 KB.
+struct skinny_shape {
+  static constexpr int threads = 256;
+  static constexpr int unroll = 4;
+  static constexpr std::size_t span_bytes = 24 * 1024;
+  static constexpr std::size_t max_short = 127, max_short_bytes = 512;
+};
+
+constexpr int permute_rows_blocks_per_sm = 8;
+
+template <class T, bool AlignedIn, bool AlignedOut>
+__global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
+                                        unsigned plane_tiles, std::size_t tiles, const T* in_end);
+template <class T, bool FlatIn>
+__global__ void transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
+                                        unsigned plane_spans, std::size_t spans);
+template <class T, bool Aligned>
 __global__ void transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side,
                                          std::size_t pairs);
 template <class U>
 __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
                                     plane_layout rows);
 
-// True when every row and batch of `data` starts on a 16-byte boundary.
+// True when every plane of `data` starts on a 16-byte boundary.
 template <class T>
-bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batch_strides,
-                  int batch_rank) {
-  bool aligned = aligned_to(data, 16) && row_stride * sizeof(T) % 16 == 0;
+bool planes_aligned(const T* data, const std::size_t* batch_strides, int batch_rank) {
+  bool aligned = aligned_to(data, 16);
   for (int d = 0; d < batch_rank; ++d)
     aligned = aligned && batch_strides[d] * sizeof(T) % 16 == 0;
   return aligned;
 }
 
+// True when every row of every plane of `data` starts on a 16-byte boundary.
+template <class T>
+bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batch_strides,
+                  int batch_rank) {
+  return row_stride * sizeof(T) % 16 == 0 && planes_aligned(data, batch_strides, batch_rank);
+}
+
+// Blocks for `work` items of a grid-stride kernel: one each, up to the launch limit.
+inline unsigned blocks_for(std::size_t work) {
+  return unsigned(std::min<std::size_t>(work, 0x7FFFFFFF));
+}
+
+template <class T>
+bool transpose_skinny(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
+                      const char* function);
+
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
                       const char* function) {
+  if (transpose_skinny(in, out, layout, stream, function)) return;
   using tile = transpose_tile<T>;
   const std::size_t tiles_a = ceil_div(layout.cols, tile::side);
-  const std::size_t tiles_b = ceil_div(layout.rows, tile::side);
-  std::size_t tiles = tiles_a * tiles_b;
+  const std::size_t plane_tiles = tiles_a * ceil_div(layout.rows, tile::side);
+  // Within a plane, tiles are counted in 32 bits: 2^32 tiles is more than 2^44 bytes.
+  require(plane_tiles <= 0xFFFFFFFF, function, "rows, cols", "make more than 2^32 tiles");
+  std::size_t tiles = plane_tiles;
   for (int d = 0; d < layout.batch_rank; ++d)
     tiles *= layout.batch_extent[d];
-  const auto& limits = limits_of(stream, function);
-  const unsigned blocks = unsigned(
-      std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * transpose_blocks_per_sm));
-  // Each side moves 16-byte vectors when its rows allow.
-  const bool vectors_in =
+  const bool aligned_in =
       rows_aligned(in, layout.in_row_stride, layout.batch_in_stride, layout.batch_rank);
-  const bool vectors_out =
+  const bool aligned_out =
       rows_aligned(out, layout.out_row_stride, layout.batch_out_stride, layout.batch_rank);
+  // The end of the input: reads of 16-byte windows reach past a tile, never past it.
+  std::size_t in_span = (layout.rows - 1) * layout.in_row_stride + layout.cols;
+  for (int d = 0; d < layout.batch_rank; ++d)
+    in_span += (layout.batch_extent[d] - 1) * layout.batch_in_stride[d];
   const auto launch = [&](auto kernel) {
-    kernel<<<blocks, tile::threads, 0, stream>>>(in, out, layout, tiles_a, tiles_b, tiles);
+    kernel<<<blocks_for(tiles), tile::threads, 0, stream>>>(
+        in, out, layout, unsigned(tiles_a), unsigned(plane_tiles), tiles, in + in_span);
   };
-  if (vectors_in && vectors_out) {
+  if (aligned_in && aligned_out) {
     launch(transpose_planes_kernel<T, true, true>);
-  } else if (vectors_in) {
+  } else if (aligned_in) {
     launch(transpose_planes_kernel<T, true, false>);
-  } else if (vectors_out) {
+  } else if (aligned_out) {
     launch(transpose_planes_kernel<T, false, true>);
   } else {
     launch(transpose_planes_kernel<T, false, false>);
@@ -245,20 +287,63 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStrea
   check_launch(function, "transpose_planes_kernel");
 }
 
+// Planes with a short side k (skinny_shape's limits), contiguous where it is flat, and
+// 16-byte aligned rows on the long side go to the skinny kernel (returns true). Tiles
+// would leave most of their rows empty, or cut into a second tile for a few. Short sides
+// of whole 16-byte chunks stay with the tiles: they would put the skinny kernel's
+// gathers from shared memory all on one bank.
+template <class T>
+bool transpose_skinny(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
+                      const char* function) {
+  using tile = transpose_tile<T>;
+  const auto skinny = [](std::size_t k, std::size_t n, std::size_t flat_stride) {
+    return k <= skinny_shape::max_short && k * sizeof(T) <= skinny_shape::max_short_bytes &&
+           k * sizeof(T) % 16 != 0 && n >= std::size_t(tile::side) && flat_stride == k;
+  };
+  const bool flat_in = skinny(layout.cols, layout.rows, layout.in_row_stride);
+  const bool flat_out = !flat_in && skinny(layout.rows, layout.cols, layout.out_row_stride);
+  if (!(flat_in || flat_out) || !planes_aligned(in, layout.batch_in_stride, layout.batch_rank) ||
+      !planes_aligned(out, layout.batch_out_stride, layout.batch_rank) ||
+      (flat_in ? layout.out_row_stride : layout.in_row_stride) * sizeof(T) % 16 != 0) {
+    return false;
+  }
+  const std::size_t k = flat_in ? layout.cols : layout.rows;
+  const std::size_t n = flat_in ? layout.rows : layout.cols;
+  // A span is whole groups of 8 vectors of the long side: 128-byte pieces of its rows, and
+  // a flat run that starts on a 16-byte boundary.
+  constexpr std::size_t group = 8 * transpose_tile<T>::vec;
+  const std::size_t span =
+      std::max(group, skinny_shape::span_bytes / (k * sizeof(T)) / group * group);
+  const std::size_t plane_spans = ceil_div(n, span);
+  require(plane_spans <= 0xFFFFFFFF, function, "rows, cols", "make more than 2^32 spans");
+  std::size_t spans = plane_spans;
+  for (int d = 0; d < layout.batch_rank; ++d)
+    spans *= layout.batch_extent[d];
+  const std::size_t shared_bytes = span * k * sizeof(T);
+  const auto launch = [&](auto kernel) {
+    kernel<<<blocks_for(spans), skinny_shape::threads, shared_bytes, stream>>>(
+        in, out, layout, unsigned(span), unsigned(plane_spans), spans);
+  };
+  if (flat_in) {
+    launch(transpose_skinny_kernel<T, true>);
+  } else {
+    launch(transpose_skinny_kernel<T, false>);
+  }
+  check_launch(function, "transpose_skinny_kernel");
+  return true;
+}
+
 template <class T>
 void launch_transpose_inplace(T* data, std::size_t n, cudaStream_t stream, const char* function) {
   using tile = transpose_tile<T>;
   const std::size_t tiles_side = ceil_div(n, tile::side);
   const std::size_t pairs = tiles_side * (tiles_side + 1) / 2;  // tiles on or above the diagonal
-  const auto& limits = limits_of(stream, function);
-  const unsigned blocks = unsigned(
-      std::min<std::size_t>(pairs, std::size_t(limits.sm_count) * transpose_blocks_per_sm));
   if (aligned_to(data, 16) && n * sizeof(T) % 16 == 0) {
     transpose_inplace_kernel<T, true>
-        <<<blocks, tile::threads, 0, stream>>>(data, n, tiles_side, pairs);
+        <<<blocks_for(pairs), tile::threads, 0, stream>>>(data, n, tiles_side, pairs);
   } else {
     transpose_inplace_kernel<T, false>
-        <<<blocks, tile::threads, 0, stream>>>(data, n, tiles_side, pairs);
+        <<<blocks_for(pairs), tile::threads, 0, stream>>>(data, n, tiles_side, pairs);
   }
   check_launch(function, "transpose_inplace_kernel");
 }
@@ -375,7 +460,7 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   const std::size_t total = count / unit;
   const auto& limits = limits_of(stream, function);
   const unsigned blocks = unsigned(std::min<std::size_t>(
-      ceil_div(total, 256), std::size_t(limits.sm_count) * transpose_blocks_per_sm));
+      ceil_div(total, 256), std::size_t(limits.sm_count) * permute_rows_blocks_per_sm));
   if (vectors) {
     permute_rows_kernel<<<blocks, 256, 0, stream>>>(reinterpret_cast<const uint4*>(in),
                                                     reinterpret_cast<uint4*>(out), row_units, total,
@@ -386,109 +471,77 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   check_launch(function, "permute_rows_kernel");
 }
 
-// Element (b, a) of the staged tile: chunk a / V of row b sits at (a / V) ^ ((b / V) % 8).
-template <class T>
-__device__ T* staged_element(uint4* staged, int b, int a) {
-  using tile = transpose_tile<T>;
-  constexpr int vec = tile::vec;
-  return reinterpret_cast<T*>(&staged[b * tile::chunks + ((a / vec) ^ ((b / vec) & 7))]) + a % vec;
-}
+// Block helpers, defined below the kernels.
 
-// Rows [0, b_count) of a tile whose rows are whole, as 16-byte vectors into registers:
-// lanes along the row, a warp reading whole rows, every load in flight at once.
-template <class T>
-__device__ void load_tile_vectors(const T* in, std::size_t in_row_stride, int b_count,
-                                  uint4 (&raw)[transpose_tile<T>::chunks_per_thread]) {
-  using tile = transpose_tile<T>;
-#pragma unroll
-  for (int s = 0; s < tile::chunks_per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads, b = i / tile::chunks, j = i % tile::chunks;
-    if (b < b_count) {
-      raw[s] = *reinterpret_cast<const uint4*>(in + std::size_t(b) * in_row_stride + j * tile::vec);
-    }
-  }
-}
+// Where the 16-byte windows of a row begin: the window holding element 0 starts `shift`
+// elements before it. A row whose address is not a multiple of sizeof(T) moves element by
+// element (vectors false).
+struct window_origin {
+  int shift;
+  bool vectors;
+};
 
-// The vectors of load_tile_vectors into `staged`, chunk j of row b at j ^ ((b / V) % 8).
+// The elements of `in` that may be read: windows reach past a tile's edges into its
+// neighbours, but never past the whole input.
 template <class T>
-__device__ void stage_vectors(const uint4 (&raw)[transpose_tile<T>::chunks_per_thread], int b_count,
-                              uint4* staged) {
-  using tile = transpose_tile<T>;
-#pragma unroll
-  for (int s = 0; s < tile::chunks_per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads, b = i / tile::chunks, j = i % tile::chunks;
-    if (b < b_count) staged[b * tile::chunks + (j ^ ((b / tile::vec) & 7))] = raw[s];
-  }
-}
+struct readable_span {
+  const T* begin;
+  const T* end;
+};
 
-// Copies tile rows [0, b_count) x columns [0, a_count) from `in` (element (0, 0) of the
-// tile, rows `in_row_stride` apart) into `staged`.
-template <class T, bool Vectors>
+template <class T, bool Windows>
+struct staged_tile;
+template <class T, bool Windows>
+__device__ staged_tile<T, Windows> staging_for(uint4* chunks, const T* in,
+                                               std::size_t in_row_stride);
+template <class T, bool Windows>
 __device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                           uint4* staged) {
-  using tile = transpose_tile<T>;
-  constexpr int side = tile::side;
-  if (Vectors && a_count == side) {
-    uint4 raw[tile::chunks_per_thread];
-    load_tile_vectors(in, in_row_stride, b_count, raw);
-    stage_vectors<T>(raw, b_count, staged);
-    return;
-  }
-  // Element by element, lanes along the row; each step's loads all in flight.
-  constexpr int per_step = tile::template elements_per_step<Vectors>;
-  static_assert(side * side % (tile::threads * per_step) == 0, "whole steps");
-#pragma unroll 1
-  for (int first = 0; first < side * side; first += tile::threads * per_step) {
-    T items[per_step];
-#pragma unroll
-    for (int s = 0; s < per_step; ++s) {
-      const int e = first + threadIdx.x + s * tile::threads, b = e / side, a = e % side;
-      if (b < b_count && a < a_count) items[s] = in[std::size_t(b) * in_row_stride + a];
-    }
-#pragma unroll
-    for (int s = 0; s < per_step; ++s) {
-      const int e = first + threadIdx.x + s * tile::threads, b = e / side, a = e % side;
-      if (b < b_count && a < a_count) *staged_element<T>(staged, b, a) = items[s];
-    }
-  }
-}
-
-// Writes the staged tile transposed: row a of the output tile is column a of `staged`,
-// going to `out` (element (0, 0) of the output tile, rows `out_row_stride` apart). With
-// vectors, lanes take V rows a and 32 / V chunks b of each: distinct banks in `staged`,
-// whole sectors in `out`.
-template <class T, bool Vectors>
+                           readable_span<T> readable, const staged_tile<T, Windows>& staged);
+template <class T, bool AlignedOut, bool Windows>
 __device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                      uint4* staged) {
-  using tile = transpose_tile<T>;
-  constexpr int side = tile::side, vec = tile::vec, chunks = tile::chunks;
-  if (Vectors && b_count == side) {
-    // Stores need not wait for each other: one chunk at a time keeps registers few.
-#pragma unroll 1
-    for (int i = threadIdx.x; i < side * chunks; i += tile::threads) {
-      const int in_chunk = i % vec, rest = i / vec;
-      const int vb = rest % chunks, a = in_chunk + vec * (rest / chunks);
-      if (a >= a_count) continue;
-      unsigned char bytes[16];
-#pragma unroll
-      for (int k = 0; k < vec; ++k)
-        std::memcpy(bytes + k * sizeof(T), staged_element<T>(staged, vb * vec + k, a), sizeof(T));
-      uint4 raw;
-      std::memcpy(&raw, bytes, 16);
-      *reinterpret_cast<uint4*>(out + std::size_t(a) * out_row_stride + vb * vec) = raw;
-    }
-    return;
-  }
-  // Element by element, lanes along the output row.
-#pragma unroll(Vectors ? 1 : 4)
-  for (int e = threadIdx.x; e < side * side; e += tile::threads) {
-    const int a = e / side, b = e % side;
-    if (a < a_count && b < b_count) {
-      std::memcpy(out + std::size_t(a) * out_row_stride + b, staged_element<T>(staged, b, a),
-                  sizeof(T));
-    }
-  }
-}
+                                      const staged_tile<T, Windows>& staged);
+template <class T>
+__device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count, int a_count,
+                             const staged_tile<T, false>& staged);
+template <class T>
+__device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_count, int a_count,
+                              readable_span<T> readable, const staged_tile<T, true>& staged);
+template <class T, bool Windows>
+__device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_count, int first,
+                               int end, const staged_tile<T, Windows>& staged);
+template <class T>
+__device__ window_origin window_origin_of(const T* row);
+template <class T, bool Windows>
+__device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                   const staged_tile<T, Windows>& staged);
+template <class T, bool Windows>
+__device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                 const staged_tile<T, Windows>& staged);
+template <class T>
+__device__ void write_packed_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                  const staged_tile<T, false>& staged);
+template <class T>
+__device__ uint4 pick_from_words(const unsigned (&words)[16 / sizeof(T)], int r);
+template <class T, bool Windows>
+__device__ void write_realigned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                     const staged_tile<T, Windows>& staged);
+template <class T, bool Windows>
+__device__ uint4 gather_column(const staged_tile<T, Windows>& staged, int first, int a);
+template <class T, bool Windows>
+__device__ void write_elements(T* out, std::size_t out_row_stride, int first, int end, int a_count,
+                               const staged_tile<T, Windows>& staged);
+template <class T>
+__device__ void unpack_chunk(const uint4& raw, T (&items)[16 / sizeof(T)]);
+template <class T>
+__device__ void load_run(const T* run, unsigned count, uint4* flat);
+template <class T>
+__device__ void store_run(const uint4* flat, T* run, unsigned count);
+template <class T>
+__device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
+                            unsigned span, T* flat);
+template <class T>
+__device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
+                             unsigned count, unsigned span);
 
 // Where a tile of the planes lies, and how much of it the matrix covers.
 struct tile_place {
@@ -496,67 +549,89 @@ struct tile_place {
   int a_count, b_count;
 };
 
+// Adds the offsets of plane number `plane` (over the batch axes, the last one fastest).
+__device__ inline void add_plane_offsets(std::size_t plane, const plane_layout& layout,
+                                         std::size_t& in_offset, std::size_t& out_offset) {
+  for (int d = layout.batch_rank - 1; d >= 0; --d) {
+    const std::size_t index = plane % layout.batch_extent[d];
+    plane /= layout.batch_extent[d];
+    in_offset += index * layout.batch_in_stride[d];
+    out_offset += index * layout.batch_out_stride[d];
+  }
+}
+
+// Work item w of `per_plane` in each plane: its plane, and its number within the plane.
+__device__ inline void split_plane(std::size_t w, unsigned per_plane, int batch_rank,
+                                   std::size_t& plane, unsigned& in_plane) {
+  plane = batch_rank > 0 ? w / per_plane : 0;
+  in_plane = unsigned(w - plane * per_plane);
+}
+
+// Tile t: plane after plane, and within a plane the tiles along a next to each other.
 template <int Side>
-__device__ tile_place place_of_tile(std::size_t t, const plane_layout& layout, std::size_t tiles_a,
-                                    std::size_t tiles_b) {
-  const std::size_t a0 = t % tiles_a * Side;
-  t /= tiles_a;
-  const std::size_t b0 = t % tiles_b * Side;
-  t /= tiles_b;
+__device__ tile_place place_of_tile(std::size_t t, const plane_layout& layout, unsigned tiles_a,
+                                    unsigned plane_tiles) {
+  std::size_t plane;
+  unsigned in_plane;
+  split_plane(t, plane_tiles, layout.batch_rank, plane, in_plane);
+  const std::size_t a0 = std::size_t(in_plane % tiles_a) * Side;
+  const std::size_t b0 = std::size_t(in_plane / tiles_a) * Side;
   tile_place place{b0 * layout.in_row_stride + a0, a0 * layout.out_row_stride + b0,
                    int(min(std::size_t(Side), layout.cols - a0)),
                    int(min(std::size_t(Side), layout.rows - b0))};
-  for (int d = layout.batch_rank - 1; d >= 0; --d) {
-    const std::size_t index = t % layout.batch_extent[d];
-    t /= layout.batch_extent[d];
-    place.in_offset += index * layout.batch_in_stride[d];
-    place.out_offset += index * layout.batch_out_stride[d];
-  }
+  add_plane_offsets(plane, layout, place.in_offset, place.out_offset);
   return place;
 }
 
-// Block-strided over tiles, the column tiles of a row of tiles next to each other. While a
-// block writes one tile out, the loads of its next tile are already in flight.
-template <class T, bool VectorsIn, bool VectorsOut>
+// A block a tile: its loads all in flight at once, and the blocks many (few registers and
+// threads each), so that while some wait on loads others write.
+template <class T, bool AlignedIn, bool AlignedOut>
 __global__ void __launch_bounds__(transpose_tile<T>::threads)
-    transpose_planes_kernel(const T* in, T* out, plane_layout layout, std::size_t tiles_a,
-                            std::size_t tiles_b, std::size_t tiles) {
+    transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
+                            unsigned plane_tiles, std::size_t tiles, const T* in_end) {
   using tile = transpose_tile<T>;
-  constexpr int side = tile::side;
-  __shared__ uint4 staged[side * tile::chunks];
-  uint4 ahead[tile::chunks_per_thread];
-  // Only whole tiles are loaded ahead: their loads need no bounds, and edge tiles take
-  // stage_tile.
-  const auto prefetch = [&](const tile_place& place) {
-    const bool whole = VectorsIn && place.a_count == side && place.b_count == side;
-    if (whole) load_tile_vectors(in + place.in_offset, layout.in_row_stride, side, ahead);
-    return whole;
-  };
-  std::size_t t = blockIdx.x;
-  if (t >= tiles) return;
-  tile_place place = place_of_tile<side>(t, layout, tiles_a, tiles_b);
-  bool loaded = prefetch(place);
-  for (;;) {
-    if (loaded) {
-      stage_vectors<T>(ahead, side, staged);
-    } else {
-      stage_tile<T, VectorsIn>(in + place.in_offset, layout.in_row_stride, place.b_count,
-                               place.a_count, staged);
-    }
+  __shared__ uint4 chunks[staged_tile<T, !AlignedIn>::size];
+  for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const tile_place place = place_of_tile<tile::side>(t, layout, tiles_a, plane_tiles);
+    const T* tile_in = in + place.in_offset;
+    const auto staged = staging_for<T, !AlignedIn>(chunks, tile_in, layout.in_row_stride);
+    stage_tile(tile_in, layout.in_row_stride, place.b_count, place.a_count, {in, in_end}, staged);
     __syncthreads();
-    const std::size_t next = t + gridDim.x;
-    tile_place next_place{};
-    loaded = false;
-    if (next < tiles) {
-      next_place = place_of_tile<side>(next, layout, tiles_a, tiles_b);
-      loaded = prefetch(next_place);
-    }
-    write_tile_transposed<T, VectorsOut>(out + place.out_offset, layout.out_row_stride,
+    write_tile_transposed<T, AlignedOut>(out + place.out_offset, layout.out_row_stride,
                                          place.b_count, place.a_count, staged);
-    __syncthreads();  // the next tile reuses `staged`
-    if (next >= tiles) break;
-    t = next;
-    place = next_place;
+    if (t + gridDim.x < tiles) __syncthreads();  // the next tile reuses `chunks`
+  }
+}
+// A span of the long side with all k of the short side. With FlatIn, rows [x0, x0 + count)
+// of an n x k `in` (one contiguous run) become pieces of the k rows of `out`; without, the
+// pieces of the k rows of `in` become one contiguous run of `out`. Shared memory holds the
+// span as the flat side does: long index x (from x0), short index p at x * k + p.
+template <class T, bool FlatIn>
+__global__ void __launch_bounds__(skinny_shape::threads)
+    transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
+                            unsigned plane_spans, std::size_t spans) {
+  extern __shared__ uint4 flat[];
+  const unsigned k = unsigned(FlatIn ? layout.cols : layout.rows);
+  const std::size_t n = FlatIn ? layout.rows : layout.cols;
+  const std::size_t piece_stride = FlatIn ? layout.out_row_stride : layout.in_row_stride;
+  for (std::size_t s = blockIdx.x; s < spans; s += gridDim.x) {
+    std::size_t plane, in_offset = 0, out_offset = 0;
+    unsigned in_plane;
+    split_plane(s, plane_spans, layout.batch_rank, plane, in_plane);
+    add_plane_offsets(plane, layout, in_offset, out_offset);
+    const std::size_t x0 = std::size_t(in_plane) * span;
+    const unsigned count = unsigned(min(std::size_t(span), n - x0));
+    if constexpr (FlatIn) {
+      load_run(in + in_offset + x0 * k, count * k, flat);
+      __syncthreads();
+      store_pieces(reinterpret_cast<const T*>(flat), out + out_offset + x0, piece_stride, k, count,
+                   span);
+    } else {
+      load_pieces(in + in_offset + x0, piece_stride, k, count, span, reinterpret_cast<T*>(flat));
+      __syncthreads();
+      store_run(flat, out + out_offset + x0 * k, count * k);
+    }
+    if (s + gridDim.x < spans) __syncthreads();  // the next span reuses `flat`
   }
 }
 
@@ -567,13 +642,13 @@ __device__ inline std::size_t first_pair_of_row(std::size_t r, std::size_t tiles
 
 // Each block swaps tile (r, c) with tile (c, r), both transposed; a diagonal tile is
 // transposed where it is.
-template <class T, bool Vectors>
+template <class T, bool Aligned>
 __global__ void __launch_bounds__(transpose_tile<T>::threads)
     transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side, std::size_t pairs) {
   using tile = transpose_tile<T>;
   constexpr int side = tile::side;
-  __shared__ uint4 above[side * tile::chunks];
-  __shared__ uint4 below[side * tile::chunks];
+  __shared__ uint4 above_chunks[staged_tile<T, !Aligned>::size];
+  __shared__ uint4 below_chunks[staged_tile<T, !Aligned>::size];
   for (std::size_t p = blockIdx.x; p < pairs; p += gridDim.x) {
     // The row whose pairs include p: estimated in double, then settled exactly.
     const double span = 2.0 * double(tiles_side) + 1.0;
@@ -587,12 +662,15 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads)
     const int rows_c = int(min(std::size_t(side), n - c * side));
     T* tile_rc = data + r * side * n + c * side;
     T* tile_cr = data + c * side * n + r * side;
-    stage_tile<T, Vectors>(tile_rc, n, rows_r, rows_c, above);
-    if (r != c) stage_tile<T, Vectors>(tile_cr, n, rows_c, rows_r, below);
+    const readable_span<T> readable{data, data + n * n};
+    const auto above = staging_for<T, !Aligned>(above_chunks, tile_rc, n);
+    const auto below = staging_for<T, !Aligned>(below_chunks, tile_cr, n);
+    stage_tile(tile_rc, n, rows_r, rows_c, readable, above);
+    if (r != c) stage_tile(tile_cr, n, rows_c, rows_r, readable, below);
     __syncthreads();
-    write_tile_transposed<T, Vectors>(tile_cr, n, rows_r, rows_c, above);
-    if (r != c) write_tile_transposed<T, Vectors>(tile_rc, n, rows_c, rows_r, below);
-    __syncthreads();
+    write_tile_transposed<T, Aligned>(tile_cr, n, rows_r, rows_c, above);
+    if (r != c) write_tile_transposed<T, Aligned>(tile_rc, n, rows_c, rows_r, below);
+    if (p + gridDim.x < pairs) __syncthreads();  // the next pair reuses both tiles
   }
 }
 
@@ -610,6 +688,433 @@ __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, 
       row /= rows.batch_extent[d];
     }
     out[i] = in[from];
+  }
+}
+
+// ---- Tiles: staging rows of `in`, writing columns to rows of `out` ----
+
+// Where the staged tile's elements sit in shared memory. Input rows on 16-byte boundaries
+// (Windows false): chunk a / V of row b at chunk (a / V) ^ ((b / V) % 8) of the row, rows C
+// chunks apart. Input rows off them (Windows true) are staged as the C + 1 16-byte windows
+// they overlap, whole: element a of row b is element a + shift(b) of its staged row,
+// shift(b) being the row's offset into its first window; window C, past the XOR's reach,
+// sits last, unpermuted.
+template <class T, bool Windows>
+struct staged_tile {
+  static constexpr int vec = transpose_tile<T>::vec;
+  static constexpr int pitch = transpose_tile<T>::chunks + (Windows ? 1 : 0);  // chunks a row
+  static constexpr int size = transpose_tile<T>::side * pitch;                 // chunks in all
+  uint4* chunks;
+  int first_shift, shift_step;  // shift(b) = (first_shift + b * shift_step) % V
+
+  __device__ int shift(int b) const {
+    return Windows ? (first_shift + b * shift_step) & (vec - 1) : 0;
+  }
+  __device__ uint4& chunk(int b, int j) const {
+    const int permuted = Windows && j == transpose_tile<T>::chunks ? j : j ^ ((b / vec) & 7);
+    return chunks[b * pitch + permuted];
+  }
+  __device__ T& operator()(int b, int a) const {
+    const int position = a + shift(b);
+    return reinterpret_cast<T*>(&chunk(b, position / vec))[position % vec];
+  }
+};
+
+// The staging of the tile whose element (0, 0) is at `in`. Rows whose elements are off
+// their size's alignment (the same for all rows) have no windows: shift 0, filled element
+// by element.
+template <class T, bool Windows>
+__device__ staged_tile<T, Windows> staging_for(uint4* chunks, const T* in,
+                                               std::size_t in_row_stride) {
+  const window_origin origin = window_origin_of(in);
+  if (!Windows || !origin.vectors) return {chunks, 0, 0};
+  return {chunks, origin.shift, int(in_row_stride % transpose_tile<T>::vec)};
+}
+
+// Copies tile rows [0, b_count) x columns [0, a_count) from `in` (element (0, 0) of the
+// tile, rows `in_row_stride` apart) into `staged`.
+template <class T, bool Windows>
+__device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
+                           readable_span<T> readable, const staged_tile<T, Windows>& staged) {
+  if constexpr (Windows) {
+    stage_windows(in, in_row_stride, b_count, a_count, readable, staged);
+  } else {
+    stage_chunks(in, in_row_stride, b_count, a_count, staged);
+  }
+}
+
+// Writes the staged tile transposed: row a of the output tile is column a of `staged`,
+// going to `out` (element (0, 0) of the output tile, rows `out_row_stride` apart).
+template <class T, bool AlignedOut, bool Windows>
+__device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                      const staged_tile<T, Windows>& staged) {
+  if constexpr (!AlignedOut) {
+    write_realigned_rows(out, out_row_stride, b_count, a_count, staged);
+  } else if constexpr (sizeof(T) < 4 && !Windows) {
+    write_packed_rows(out, out_row_stride, b_count, a_count, staged);
+  } else {
+    write_aligned_rows(out, out_row_stride, b_count, a_count, staged);
+  }
+}
+
+// Rows on 16-byte boundaries: chunk by chunk, lanes along the row, every load of the
+// thread in flight before the first store to shared memory. The chunks that the tile's
+// edge cuts (one column of them at most) follow element by element, a row to a thread, in
+// a loop of their own so that the loads' addresses need not live on.
+template <class T>
+__device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count, int a_count,
+                             const staged_tile<T, false>& staged) {
+  using tile = transpose_tile<T>;
+  constexpr int vec = tile::vec, chunks = tile::chunks;
+  uint4 raw[tile::chunks_per_thread];
+#pragma unroll
+  for (int s = 0; s < tile::chunks_per_thread; ++s) {
+    const int i = threadIdx.x + s * tile::threads, b = i / chunks, first = i % chunks * vec;
+    if (b < b_count && first + vec <= a_count)
+      raw[s] = *reinterpret_cast<const uint4*>(in + std::size_t(b) * in_row_stride + first);
+  }
+#pragma unroll
+  for (int s = 0; s < tile::chunks_per_thread; ++s) {
+    const int i = threadIdx.x + s * tile::threads, b = i / chunks, j = i % chunks;
+    if (b < b_count && j * vec + vec <= a_count) staged.chunk(b, j) = raw[s];
+  }
+  const int cut = a_count / vec * vec;
+  if (cut == a_count) return;
+  for (int b = threadIdx.x; b < b_count; b += tile::threads) {
+#pragma unroll 1
+    for (int a = cut; a < a_count; ++a)
+      staged(b, a) = in[std::size_t(b) * in_row_stride + a];
+  }
+}
+
+// Rows off 16-byte boundaries: the windows each row overlaps (one more than its chunks),
+// whole, as on aligned rows. A window that sticks out of the readable input (only at its
+// two ends) is replaced by its tile elements, one by one.
+template <class T>
+__device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_count, int a_count,
+                              readable_span<T> readable, const staged_tile<T, true>& staged) {
+  using tile = transpose_tile<T>;
+  constexpr int vec = tile::vec, windows = tile::chunks + 1;
+  constexpr int per_thread = (tile::side * windows + tile::threads - 1) / tile::threads;
+  if (!window_origin_of(in).vectors) {
+    stage_elements(in, in_row_stride, b_count, 0, a_count, staged);
+    return;
+  }
+  // Window w of row b, whose first element is w V - shift(b): true when it holds tile
+  // elements and can be read whole.
+  const auto window = [&](int b, int w, const T*& from) {
+    const int first = w * vec - staged.shift(b);
+    from = in + std::size_t(b) * in_row_stride + first;
+    return b < b_count && first < a_count && from >= readable.begin && from + vec <= readable.end;
+  };
+  uint4 raw[per_thread];
+#pragma unroll
+  for (int s = 0; s < per_thread; ++s) {
+    const int i = threadIdx.x + s * tile::threads;
+    const T* from;
+    if (window(i / windows, i % windows, from)) raw[s] = *reinterpret_cast<const uint4*>(from);
+  }
+#pragma unroll
+  for (int s = 0; s < per_thread; ++s) {
+    const int i = threadIdx.x + s * tile::threads;
+    const T* from;
+    if (window(i / windows, i % windows, from)) staged.chunk(i / windows, i % windows) = raw[s];
+  }
+  for (int b = threadIdx.x; b < b_count; b += tile::threads) {
+    const int last = (a_count - 1 + staged.shift(b)) / vec;
+    for (int w : {0, last}) {
+      const T* from;
+      const int first = w * vec - staged.shift(b);
+      if (!window(b, w, from)) {
+        for (int a = max(first, 0); a < min(first + vec, a_count); ++a)
+          staged(b, a) = from[a - first];
+      }
+    }
+  }
+}
+
+// Tile rows [0, b_count) x columns [first, end) from `in` into `staged`, element by
+// element, lanes along the rows (rows whose elements are off their size's alignment).
+template <class T, bool Windows>
+__device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_count, int first,
+                               int end, const staged_tile<T, Windows>& staged) {
+  const int width = end - first;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < b_count * width; i += transpose_tile<T>::threads) {
+    const int b = i / width, a = first + i % width;
+    staged(b, a) = in[std::size_t(b) * in_row_stride + a];
+  }
+}
+
+// Where the 16-byte windows of a row begin: the window holding element 0 starts `shift`
+// elements before it. A row whose address is not a multiple of sizeof(T) moves element by
+// element (vectors false).
+template <class T>
+__device__ window_origin window_origin_of(const T* row) {
+  const auto address = reinterpret_cast<std::uintptr_t>(row);
+  if (address % sizeof(T) != 0) return {0, false};
+  return {int(address % 16 / sizeof(T)), true};
+}
+
+// Output rows on 16-byte boundaries: lanes take V rows a and 32 / V chunks of each; a
+// chunk is V elements of a column (distinct banks in `staged` when it holds chunks), and
+// the lanes' stores fill whole sectors of `out`.
+template <class T, bool Windows>
+__device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                   const staged_tile<T, Windows>& staged) {
+  using tile = transpose_tile<T>;
+  constexpr int vec = tile::vec, chunks = tile::chunks;
+#pragma unroll(tile::write_unroll)
+  for (int i = threadIdx.x; i < tile::side * chunks; i += tile::threads) {
+    const int a = i % vec + vec * (i / (vec * chunks)), first = i / vec % chunks * vec;
+    if (a < a_count && first + vec <= b_count) {
+      *reinterpret_cast<uint4*>(out + std::size_t(a) * out_row_stride + first) =
+          gather_column(staged, first, a);
+    }
+  }
+  write_cut_chunks(out, out_row_stride, b_count, a_count, staged);
+}
+
+// The chunks of the output rows that the tile's edge cuts (one column of them at most),
+// element by element, a row to a thread: few registers beside the whole chunks' gathers.
+template <class T, bool Windows>
+__device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                 const staged_tile<T, Windows>& staged) {
+  using tile = transpose_tile<T>;
+  const int cut = b_count / tile::vec * tile::vec;
+  if (cut == b_count) return;
+  for (int a = threadIdx.x; a < a_count; a += tile::threads) {
+#pragma unroll 1
+    for (int b = cut; b < b_count; ++b)
+      out[std::size_t(a) * out_row_stride + b] = staged(b, a);
+  }
+}
+
+// Output rows on 16-byte boundaries, elements of 1 or 2 bytes, input rows too: a thread
+// reads one 32-bit word (E = 4 / sizeof(T) columns) from each of V rows and sorts the bytes
+// into E output vectors, instead of V one-element reads a vector. Lanes take 8 chunks of 4
+// words: distinct banks in `staged`, and 128 bytes of each of 4 rows of `out` a store.
+template <class T>
+__device__ void write_packed_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                  const staged_tile<T, false>& staged) {
+  using tile = transpose_tile<T>;
+  constexpr int vec = tile::vec, chunks = tile::chunks, per_word = int(4 / sizeof(T));
+  constexpr int words = tile::side / per_word;
+  for (int i = threadIdx.x; i < chunks * words; i += tile::threads) {
+    const int first = i % chunks * vec, a0 = i / chunks * per_word;
+    if (first + vec <= b_count && a0 < a_count) {
+      unsigned column_words[vec];
+#pragma unroll
+      for (int k = 0; k < vec; ++k)
+        column_words[k] = *reinterpret_cast<const unsigned*>(&staged(first + k, a0));
+#pragma unroll
+      for (int r = 0; r < per_word; ++r) {
+        if (a0 + r < a_count) {
+          *reinterpret_cast<uint4*>(out + std::size_t(a0 + r) * out_row_stride + first) =
+              pick_from_words<T>(column_words, r);
+        }
+      }
+    }
+  }
+  write_cut_chunks(out, out_row_stride, b_count, a_count, staged);
+}
+
+// The output vector of column a0 + r: element r of each of the V words (1- and 2-byte T).
+template <class T>
+__device__ uint4 pick_from_words(const unsigned (&words)[16 / sizeof(T)], int r) {
+  unsigned picked[4];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    if constexpr (sizeof(T) == 2) {
+      picked[m] = __byte_perm(words[2 * m], words[2 * m + 1], r == 0 ? 0x5410 : 0x7632);
+    } else {
+      const unsigned select = unsigned(r) | unsigned(r + 4) << 4;  // byte r of x, of y
+      picked[m] = __byte_perm(__byte_perm(words[4 * m], words[4 * m + 1], select),
+                              __byte_perm(words[4 * m + 2], words[4 * m + 3], select), 0x5410);
+    }
+  }
+  return make_uint4(picked[0], picked[1], picked[2], picked[3]);
+}
+
+// Output rows off 16-byte boundaries: the whole windows of each output row as gathered
+// vectors, then the elements before and after them.
+template <class T, bool Windows>
+__device__ void write_realigned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                     const staged_tile<T, Windows>& staged) {
+  using tile = transpose_tile<T>;
+  constexpr int vec = tile::vec, windows = tile::chunks + 1;
+  if (!window_origin_of(out).vectors) {
+    write_elements(out, out_row_stride, 0, b_count, a_count, staged);
+    return;
+  }
+#pragma unroll 2
+  for (int i = threadIdx.x; i < tile::side * windows; i += tile::threads) {
+    const int a = i / windows;
+    if (a >= a_count) break;
+    T* row = out + std::size_t(a) * out_row_stride;
+    const int first = i % windows * vec - window_origin_of(row).shift;
+    if (first >= 0 && first + vec <= b_count)
+      *reinterpret_cast<uint4*>(row + first) = gather_column(staged, first, a);
+  }
+  // Row a's ends: up to V - 1 elements before its whole windows (e < V) and after them.
+#pragma unroll 1
+  for (int i = threadIdx.x; i < a_count * 2 * vec; i += tile::threads) {
+    const int a = i / (2 * vec), e = i % (2 * vec);
+    T* row = out + std::size_t(a) * out_row_stride;
+    const int begin = min((vec - window_origin_of(row).shift) % vec, b_count);
+    const int end = begin + (b_count - begin) / vec * vec;
+    const int b = e < vec ? e : end + e - vec;
+    if (e < vec ? b < begin : b < b_count) row[b] = staged(b, a);
+  }
+}
+
+// The V elements of column a from rows first, first + 1, ... of the staged tile, as one
+// 16-byte chunk.
+template <class T, bool Windows>
+__device__ uint4 gather_column(const staged_tile<T, Windows>& staged, int first, int a) {
+  constexpr int vec = transpose_tile<T>::vec;
+  T items[vec];
+#pragma unroll
+  for (int k = 0; k < vec; ++k)
+    items[k] = staged(first + k, a);
+  uint4 raw;
+  std::memcpy(&raw, items, 16);
+  return raw;
+}
+
+// Output rows [0, a_count) x columns [first, end) from the staged tile to `out`, element by
+// element, lanes along the output rows (rows whose elements are off their size's
+// alignment).
+template <class T, bool Windows>
+__device__ void write_elements(T* out, std::size_t out_row_stride, int first, int end, int a_count,
+                               const staged_tile<T, Windows>& staged) {
+  const int width = end - first;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < a_count * width; i += transpose_tile<T>::threads) {
+    const int a = i / width, b = first + i % width;
+    out[std::size_t(a) * out_row_stride + b] = staged(b, a);
+  }
+}
+
+template <class T>
+__device__ void unpack_chunk(const uint4& raw, T (&items)[16 / sizeof(T)]) {
+  std::memcpy(items, &raw, 16);
+}
+
+// ---- Skinny spans: one contiguous run, and k row pieces ----
+
+// The run of `count` elements at `run` (16-byte aligned) into `flat`, `unroll` vectors of
+// each thread in flight at a time.
+template <class T>
+__device__ void load_run(const T* run, unsigned count, uint4* flat) {
+  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
+  constexpr int unroll = skinny_shape::unroll;
+  const unsigned whole = count / vec;  // the rest, under a vector, element by element
+  for (unsigned base = threadIdx.x; base < whole; base += threads * unroll) {
+    uint4 raw[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned v = base + u * threads;
+      if (v < whole) raw[u] = reinterpret_cast<const uint4*>(run)[v];
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned v = base + u * threads;
+      if (v < whole) flat[v] = raw[u];
+    }
+  }
+  T* flat_items = reinterpret_cast<T*>(flat);
+#pragma unroll 1
+  for (unsigned x = whole * vec + threadIdx.x; x < count; x += threads)
+    flat_items[x] = run[x];
+}
+
+template <class T>
+__device__ void store_run(const uint4* flat, T* run, unsigned count) {
+  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
+  const unsigned whole = count / vec;
+  for (unsigned v = threadIdx.x; v < whole; v += threads)
+    reinterpret_cast<uint4*>(run)[v] = flat[v];
+  const T* flat_items = reinterpret_cast<const T*>(flat);
+#pragma unroll 1
+  for (unsigned x = whole * vec + threadIdx.x; x < count; x += threads)
+    run[x] = flat_items[x];
+}
+
+// Vector i of the k pieces of a span: pieces are cut into groups of 8 vectors (128 bytes),
+// lane l taking vector l % 8 of a group, so a warp covers 4 pieces. For odd k the lanes'
+// elements x * k + p in `flat` then fall on distinct banks.
+struct piece_vector {
+  unsigned piece;  // p
+  unsigned first;  // x of its first element
+};
+
+template <class T>
+__device__ piece_vector piece_vector_of(unsigned i, unsigned span) {
+  constexpr unsigned group = 8 * transpose_tile<T>::vec;
+  const unsigned groups_per_piece = span / group;
+  return {i / 8 / groups_per_piece, (i / 8 % groups_per_piece) * group + i % 8 * (group / 8)};
+}
+
+// Pieces [0, k) of `count` elements at pieces + p * stride into `flat`, element by element.
+template <class T>
+__device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
+                            unsigned span, T* flat) {
+  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
+  constexpr int unroll = skinny_shape::unroll;
+  const unsigned vectors = k * (span / vec);
+  for (unsigned base = threadIdx.x; base < vectors; base += threads * unroll) {
+    uint4 raw[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned i = base + u * threads;
+      const piece_vector v = piece_vector_of<T>(i, span);
+      if (i < vectors && v.first + vec <= count) {
+        raw[u] = *reinterpret_cast<const uint4*>(pieces + v.piece * stride + v.first);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned i = base + u * threads;
+      const piece_vector v = piece_vector_of<T>(i, span);
+      if (i >= vectors || v.first >= count) continue;
+      if (v.first + vec <= count) {
+        T items[vec];
+        unpack_chunk(raw[u], items);
+#pragma unroll
+        for (int e = 0; e < vec; ++e)
+          flat[(v.first + e) * k + v.piece] = items[e];
+      } else {
+#pragma unroll 1
+        for (unsigned x = v.first; x < count; ++x)
+          flat[x * k + v.piece] = pieces[v.piece * stride + x];
+      }
+    }
+  }
+}
+
+// `flat` out to pieces [0, k) of `count` elements at pieces + p * stride.
+template <class T>
+__device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
+                             unsigned count, unsigned span) {
+  constexpr int vec = transpose_tile<T>::vec;
+  const unsigned vectors = k * (span / vec);
+  for (unsigned i = threadIdx.x; i < vectors; i += skinny_shape::threads) {
+    const piece_vector v = piece_vector_of<T>(i, span);
+    T* to = pieces + v.piece * stride + v.first;
+    if (v.first + vec <= count) {
+      T items[vec];
+#pragma unroll
+      for (int e = 0; e < vec; ++e)
+        items[e] = flat[(v.first + e) * k + v.piece];
+      uint4 raw;
+      std::memcpy(&raw, items, 16);
+      *reinterpret_cast<uint4*>(to) = raw;
+    } else {
+#pragma unroll 1
+      for (unsigned x = v.first; x < count; ++x)
+        to[x - v.first] = flat[x * k + v.piece];
+    }
   }
 }
 
