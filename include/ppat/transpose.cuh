@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/arguments.cuh"
@@ -473,14 +474,6 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
 
 // Block helpers, defined below the kernels.
 
-// Where the 16-byte windows of a row begin: the window holding element 0 starts `shift`
-// elements before it. A row whose address is not a multiple of sizeof(T) moves element by
-// element (vectors false).
-struct window_origin {
-  int shift;
-  bool vectors;
-};
-
 // The elements of `in` that may be read: windows reach past a tile's edges into its
 // neighbours, but never past the whole input.
 template <class T>
@@ -489,47 +482,56 @@ struct readable_span {
   const T* end;
 };
 
+template <class T>
+struct row_shifts;
+template <class T>
+__device__ row_shifts<T> row_shifts_of(const T* row, std::size_t stride);
 template <class T, bool Windows>
-struct staged_tile;
-template <class T, bool Windows>
-__device__ staged_tile<T, Windows> staging_for(uint4* chunks, const T* in,
-                                               std::size_t in_row_stride);
-template <class T, bool Windows>
+struct row_staged_tile;
+template <class T>
+struct column_staged_tile;
+// Output rows on 16-byte boundaries take the tile staged by rows; others by columns.
+template <class T, bool AlignedIn, bool AlignedOut>
+using staging_of =
+    std::conditional_t<AlignedOut, row_staged_tile<T, !AlignedIn>, column_staged_tile<T>>;
+template <class T, bool AlignedIn, bool AlignedOut>
+__device__ staging_of<T, AlignedIn, AlignedOut> staging_for(uint4* staged, const T* in,
+                                                            std::size_t in_row_stride, const T* out,
+                                                            std::size_t out_row_stride);
+template <bool AlignedIn, class T, class Staged>
 __device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                           readable_span<T> readable, const staged_tile<T, Windows>& staged);
-template <class T, bool AlignedOut, bool Windows>
+                           readable_span<T> readable, const Staged& staged);
+template <bool AlignedOut, class T, class Staged>
 __device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                      const staged_tile<T, Windows>& staged);
-template <class T>
+                                      const Staged& staged);
+template <class T, class Staged>
 __device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                             const staged_tile<T, false>& staged);
-template <class T>
+                             const Staged& staged);
+template <class T, class Staged>
 __device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                              readable_span<T> readable, const staged_tile<T, true>& staged);
-template <class T, bool Windows>
+                              readable_span<T> readable, const Staged& staged);
+template <class T, class Staged>
 __device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_count, int first,
-                               int end, const staged_tile<T, Windows>& staged);
-template <class T>
-__device__ window_origin window_origin_of(const T* row);
-template <class T, bool Windows>
+                               int end, const Staged& staged);
+template <class T, class Staged>
 __device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                   const staged_tile<T, Windows>& staged);
-template <class T, bool Windows>
+                                   const Staged& staged);
+template <class T, class Staged>
 __device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                 const staged_tile<T, Windows>& staged);
+                                 const Staged& staged);
 template <class T>
 __device__ void write_packed_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                  const staged_tile<T, false>& staged);
+                                  const row_staged_tile<T, false>& staged);
 template <class T>
 __device__ uint4 pick_from_words(const unsigned (&words)[16 / sizeof(T)], int r);
-template <class T, bool Windows>
-__device__ void write_realigned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                     const staged_tile<T, Windows>& staged);
-template <class T, bool Windows>
-__device__ uint4 gather_column(const staged_tile<T, Windows>& staged, int first, int a);
-template <class T, bool Windows>
+template <class T>
+__device__ void write_column_windows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                     const column_staged_tile<T>& staged);
+template <class T, class Staged>
+__device__ uint4 gather_column(const Staged& staged, int first, int a);
+template <class T, class Staged>
 __device__ void write_elements(T* out, std::size_t out_row_stride, int first, int end, int a_count,
-                               const staged_tile<T, Windows>& staged);
+                               const Staged& staged);
 template <class T>
 __device__ void unpack_chunk(const uint4& raw, T (&items)[16 / sizeof(T)]);
 template <class T>
@@ -590,16 +592,19 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads)
     transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
                             unsigned plane_tiles, std::size_t tiles, const T* in_end) {
   using tile = transpose_tile<T>;
-  __shared__ uint4 chunks[staged_tile<T, !AlignedIn>::size];
+  __shared__ uint4 staged_chunks[staging_of<T, AlignedIn, AlignedOut>::size];
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const tile_place place = place_of_tile<tile::side>(t, layout, tiles_a, plane_tiles);
     const T* tile_in = in + place.in_offset;
-    const auto staged = staging_for<T, !AlignedIn>(chunks, tile_in, layout.in_row_stride);
-    stage_tile(tile_in, layout.in_row_stride, place.b_count, place.a_count, {in, in_end}, staged);
+    T* tile_out = out + place.out_offset;
+    const auto staged = staging_for<T, AlignedIn, AlignedOut>(
+        staged_chunks, tile_in, layout.in_row_stride, tile_out, layout.out_row_stride);
+    stage_tile<AlignedIn>(tile_in, layout.in_row_stride, place.b_count, place.a_count, {in, in_end},
+                          staged);
     __syncthreads();
-    write_tile_transposed<T, AlignedOut>(out + place.out_offset, layout.out_row_stride,
-                                         place.b_count, place.a_count, staged);
-    if (t + gridDim.x < tiles) __syncthreads();  // the next tile reuses `chunks`
+    write_tile_transposed<AlignedOut>(tile_out, layout.out_row_stride, place.b_count, place.a_count,
+                                      staged);
+    if (t + gridDim.x < tiles) __syncthreads();  // the next tile reuses `staged_chunks`
   }
 }
 // A span of the long side with all k of the short side. With FlatIn, rows [x0, x0 + count)
@@ -647,8 +652,8 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads)
     transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side, std::size_t pairs) {
   using tile = transpose_tile<T>;
   constexpr int side = tile::side;
-  __shared__ uint4 above_chunks[staged_tile<T, !Aligned>::size];
-  __shared__ uint4 below_chunks[staged_tile<T, !Aligned>::size];
+  __shared__ uint4 above_chunks[staging_of<T, Aligned, Aligned>::size];
+  __shared__ uint4 below_chunks[staging_of<T, Aligned, Aligned>::size];
   for (std::size_t p = blockIdx.x; p < pairs; p += gridDim.x) {
     // The row whose pairs include p: estimated in double, then settled exactly.
     const double span = 2.0 * double(tiles_side) + 1.0;
@@ -663,13 +668,13 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads)
     T* tile_rc = data + r * side * n + c * side;
     T* tile_cr = data + c * side * n + r * side;
     const readable_span<T> readable{data, data + n * n};
-    const auto above = staging_for<T, !Aligned>(above_chunks, tile_rc, n);
-    const auto below = staging_for<T, !Aligned>(below_chunks, tile_cr, n);
-    stage_tile(tile_rc, n, rows_r, rows_c, readable, above);
-    if (r != c) stage_tile(tile_cr, n, rows_c, rows_r, readable, below);
+    const auto above = staging_for<T, Aligned, Aligned>(above_chunks, tile_rc, n, tile_cr, n);
+    const auto below = staging_for<T, Aligned, Aligned>(below_chunks, tile_cr, n, tile_rc, n);
+    stage_tile<Aligned>(tile_rc, n, rows_r, rows_c, readable, above);
+    if (r != c) stage_tile<Aligned>(tile_cr, n, rows_c, rows_r, readable, below);
     __syncthreads();
-    write_tile_transposed<T, Aligned>(tile_cr, n, rows_r, rows_c, above);
-    if (r != c) write_tile_transposed<T, Aligned>(tile_rc, n, rows_c, rows_r, below);
+    write_tile_transposed<Aligned>(tile_cr, n, rows_r, rows_c, above);
+    if (r != c) write_tile_transposed<Aligned>(tile_rc, n, rows_c, rows_r, below);
     if (p + gridDim.x < pairs) __syncthreads();  // the next pair reuses both tiles
   }
 }
@@ -693,64 +698,111 @@ __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, 
 
 // ---- Tiles: staging rows of `in`, writing columns to rows of `out` ----
 
-// Where the staged tile's elements sit in shared memory. Input rows on 16-byte boundaries
-// (Windows false): chunk a / V of row b at chunk (a / V) ^ ((b / V) % 8) of the row, rows C
-// chunks apart. Input rows off them (Windows true) are staged as the C + 1 16-byte windows
-// they overlap, whole: element a of row b is element a + shift(b) of its staged row,
-// shift(b) being the row's offset into its first window; window C, past the XOR's reach,
-// sits last, unpermuted.
-template <class T, bool Windows>
-struct staged_tile {
-  static constexpr int vec = transpose_tile<T>::vec;
-  static constexpr int pitch = transpose_tile<T>::chunks + (Windows ? 1 : 0);  // chunks a row
-  static constexpr int size = transpose_tile<T>::side * pitch;                 // chunks in all
-  uint4* chunks;
-  int first_shift, shift_step;  // shift(b) = (first_shift + b * shift_step) % V
-
-  __device__ int shift(int b) const {
-    return Windows ? (first_shift + b * shift_step) & (vec - 1) : 0;
+// How far rows start past 16-byte boundaries: row i of rows `stride` elements apart, the
+// first at `row`, starts shift(i) = (first + i * step) % V elements into its 16-byte window.
+// Rows whose address is not a multiple of sizeof(T) have no windows (vectors false).
+template <class T>
+struct row_shifts {
+  int first, step;
+  bool vectors;
+  __device__ int operator()(int i) const {
+    return (first + i * step) & (transpose_tile<T>::vec - 1);
   }
+};
+
+template <class T>
+__device__ row_shifts<T> row_shifts_of(const T* row, std::size_t stride) {
+  const auto address = reinterpret_cast<std::uintptr_t>(row);
+  if (address % sizeof(T) != 0) return {0, 0, false};
+  return {int(address % 16 / sizeof(T)), int(stride % transpose_tile<T>::vec), true};
+}
+
+// Output rows on 16-byte boundaries: the tile staged by rows, read back a column at a
+// time. From input rows on 16-byte boundaries (Windows false), chunk a / V of row b sits at
+// chunk (a / V) ^ ((b / V) % 8) of the row, rows C chunks apart. Input rows off them
+// (Windows true) are staged as the C + 1 windows they overlap, whole: element a of row b
+// is element a + shift(b) of its staged row; window C, past the XOR's reach, sits last.
+template <class T, bool Windows>
+struct row_staged_tile {
+  static constexpr int vec = transpose_tile<T>::vec, chunks = transpose_tile<T>::chunks;
+  static constexpr int pitch = chunks + (Windows ? 1 : 0);      // 16-byte chunks a row
+  static constexpr int size = transpose_tile<T>::side * pitch;  // 16-byte chunks in all
+  uint4* staged;
+  row_shifts<T> in_shifts;
+
+  __device__ int shift(int b) const { return Windows ? in_shifts(b) : 0; }
   __device__ uint4& chunk(int b, int j) const {
-    const int permuted = Windows && j == transpose_tile<T>::chunks ? j : j ^ ((b / vec) & 7);
-    return chunks[b * pitch + permuted];
+    return staged[b * pitch + (Windows && j == chunks ? j : j ^ ((b / vec) & 7))];
   }
   __device__ T& operator()(int b, int a) const {
     const int position = a + shift(b);
     return reinterpret_cast<T*>(&chunk(b, position / vec))[position % vec];
   }
+  // The 16 bytes of input row b that start at element `first` (a chunk or a window).
+  __device__ void put(int b, int first, const uint4& raw, int) const {
+    chunk(b, (first + shift(b)) / vec) = raw;
+  }
 };
 
-// The staging of the tile whose element (0, 0) is at `in`. Rows whose elements are off
-// their size's alignment (the same for all rows) have no windows: shift 0, filled element
-// by element.
-template <class T, bool Windows>
-__device__ staged_tile<T, Windows> staging_for(uint4* chunks, const T* in,
-                                               std::size_t in_row_stride) {
-  const window_origin origin = window_origin_of(in);
-  if (!Windows || !origin.vectors) return {chunks, 0, 0};
-  return {chunks, origin.shift, int(in_row_stride % transpose_tile<T>::vec)};
+// Output rows off 16-byte boundaries: the tile staged by columns, column a (row a of the
+// output tile) from element a P + s, s the first output row's shift. P is at least
+// S + V - 1 and P = step (mod V), so that every output row's 16-byte windows fall on
+// 16-byte boundaries of shared memory too: a window is one 16-byte read.
+template <class T>
+struct column_staged_tile {
+  static constexpr int vec = transpose_tile<T>::vec, side = transpose_tile<T>::side;
+  static constexpr int size = int((side * (side + 2 * vec - 2) * sizeof(T) + 15) / 16);
+  T* staged;
+  int pitch, first;
+
+  __device__ T& operator()(int b, int a) const { return staged[a * pitch + first + b]; }
+  // The 16 bytes of input row b that start at element `first_a`; those of the tile's
+  // columns [0, a_count) go to their columns.
+  __device__ void put(int b, int first_a, const uint4& raw, int a_count) const {
+    T items[vec];
+    unpack_chunk(raw, items);
+#pragma unroll
+    for (int e = 0; e < vec; ++e) {
+      if (first_a + e >= 0 && first_a + e < a_count) (*this)(b, first_a + e) = items[e];
+    }
+  }
+};
+
+// The staging of the tile whose element (0, 0) is at `in`, going to `out`.
+template <class T, bool AlignedIn, bool AlignedOut>
+__device__ staging_of<T, AlignedIn, AlignedOut> staging_for(uint4* staged, const T* in,
+                                                            std::size_t in_row_stride, const T* out,
+                                                            std::size_t out_row_stride) {
+  if constexpr (AlignedOut) {
+    return {staged, row_shifts_of(in, in_row_stride)};
+  } else {
+    constexpr int vec = transpose_tile<T>::vec, least = transpose_tile<T>::side + vec - 1;
+    const row_shifts<T> shifts = row_shifts_of(out, out_row_stride);
+    return {reinterpret_cast<T*>(staged), least + ((shifts.step - least) & (vec - 1)),
+            shifts.first};
+  }
 }
 
 // Copies tile rows [0, b_count) x columns [0, a_count) from `in` (element (0, 0) of the
 // tile, rows `in_row_stride` apart) into `staged`.
-template <class T, bool Windows>
+template <bool AlignedIn, class T, class Staged>
 __device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                           readable_span<T> readable, const staged_tile<T, Windows>& staged) {
-  if constexpr (Windows) {
-    stage_windows(in, in_row_stride, b_count, a_count, readable, staged);
-  } else {
+                           readable_span<T> readable, const Staged& staged) {
+  if constexpr (AlignedIn) {
     stage_chunks(in, in_row_stride, b_count, a_count, staged);
+  } else {
+    stage_windows(in, in_row_stride, b_count, a_count, readable, staged);
   }
 }
 
-// Writes the staged tile transposed: row a of the output tile is column a of `staged`,
+// Writes the staged tile transposed: row a of the output tile is column a of the tile,
 // going to `out` (element (0, 0) of the output tile, rows `out_row_stride` apart).
-template <class T, bool AlignedOut, bool Windows>
+template <bool AlignedOut, class T, class Staged>
 __device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                      const staged_tile<T, Windows>& staged) {
+                                      const Staged& staged) {
   if constexpr (!AlignedOut) {
-    write_realigned_rows(out, out_row_stride, b_count, a_count, staged);
-  } else if constexpr (sizeof(T) < 4 && !Windows) {
+    write_column_windows(out, out_row_stride, b_count, a_count, staged);
+  } else if constexpr (sizeof(T) < 4 && std::is_same_v<Staged, row_staged_tile<T, false>>) {
     write_packed_rows(out, out_row_stride, b_count, a_count, staged);
   } else {
     write_aligned_rows(out, out_row_stride, b_count, a_count, staged);
@@ -761,9 +813,9 @@ __device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_
 // thread in flight before the first store to shared memory. The chunks that the tile's
 // edge cuts (one column of them at most) follow element by element, a row to a thread, in
 // a loop of their own so that the loads' addresses need not live on.
-template <class T>
+template <class T, class Staged>
 __device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                             const staged_tile<T, false>& staged) {
+                             const Staged& staged) {
   using tile = transpose_tile<T>;
   constexpr int vec = tile::vec, chunks = tile::chunks;
   uint4 raw[tile::chunks_per_thread];
@@ -775,8 +827,8 @@ __device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count
   }
 #pragma unroll
   for (int s = 0; s < tile::chunks_per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads, b = i / chunks, j = i % chunks;
-    if (b < b_count && j * vec + vec <= a_count) staged.chunk(b, j) = raw[s];
+    const int i = threadIdx.x + s * tile::threads, b = i / chunks, first = i % chunks * vec;
+    if (b < b_count && first + vec <= a_count) staged.put(b, first, raw[s], a_count);
   }
   const int cut = a_count / vec * vec;
   if (cut == a_count) return;
@@ -790,20 +842,21 @@ __device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count
 // Rows off 16-byte boundaries: the windows each row overlaps (one more than its chunks),
 // whole, as on aligned rows. A window that sticks out of the readable input (only at its
 // two ends) is replaced by its tile elements, one by one.
-template <class T>
+template <class T, class Staged>
 __device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                              readable_span<T> readable, const staged_tile<T, true>& staged) {
+                              readable_span<T> readable, const Staged& staged) {
   using tile = transpose_tile<T>;
   constexpr int vec = tile::vec, windows = tile::chunks + 1;
   constexpr int per_thread = (tile::side * windows + tile::threads - 1) / tile::threads;
-  if (!window_origin_of(in).vectors) {
+  const row_shifts<T> shifts = row_shifts_of(in, in_row_stride);
+  if (!shifts.vectors) {
     stage_elements(in, in_row_stride, b_count, 0, a_count, staged);
     return;
   }
   // Window w of row b, whose first element is w V - shift(b): true when it holds tile
   // elements and can be read whole.
   const auto window = [&](int b, int w, const T*& from) {
-    const int first = w * vec - staged.shift(b);
+    const int first = w * vec - shifts(b);
     from = in + std::size_t(b) * in_row_stride + first;
     return b < b_count && first < a_count && from >= readable.begin && from + vec <= readable.end;
   };
@@ -816,15 +869,15 @@ __device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_coun
   }
 #pragma unroll
   for (int s = 0; s < per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads;
+    const int i = threadIdx.x + s * tile::threads, b = i / windows, w = i % windows;
     const T* from;
-    if (window(i / windows, i % windows, from)) staged.chunk(i / windows, i % windows) = raw[s];
+    if (window(b, w, from)) staged.put(b, w * vec - shifts(b), raw[s], a_count);
   }
   for (int b = threadIdx.x; b < b_count; b += tile::threads) {
-    const int last = (a_count - 1 + staged.shift(b)) / vec;
+    const int last = (a_count - 1 + shifts(b)) / vec;
     for (int w : {0, last}) {
       const T* from;
-      const int first = w * vec - staged.shift(b);
+      const int first = w * vec - shifts(b);
       if (!window(b, w, from)) {
         for (int a = max(first, 0); a < min(first + vec, a_count); ++a)
           staged(b, a) = from[a - first];
@@ -835,9 +888,9 @@ __device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_coun
 
 // Tile rows [0, b_count) x columns [first, end) from `in` into `staged`, element by
 // element, lanes along the rows (rows whose elements are off their size's alignment).
-template <class T, bool Windows>
+template <class T, class Staged>
 __device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_count, int first,
-                               int end, const staged_tile<T, Windows>& staged) {
+                               int end, const Staged& staged) {
   const int width = end - first;
 #pragma unroll 1
   for (int i = threadIdx.x; i < b_count * width; i += transpose_tile<T>::threads) {
@@ -846,22 +899,12 @@ __device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_cou
   }
 }
 
-// Where the 16-byte windows of a row begin: the window holding element 0 starts `shift`
-// elements before it. A row whose address is not a multiple of sizeof(T) moves element by
-// element (vectors false).
-template <class T>
-__device__ window_origin window_origin_of(const T* row) {
-  const auto address = reinterpret_cast<std::uintptr_t>(row);
-  if (address % sizeof(T) != 0) return {0, false};
-  return {int(address % 16 / sizeof(T)), true};
-}
-
 // Output rows on 16-byte boundaries: lanes take V rows a and 32 / V chunks of each; a
 // chunk is V elements of a column (distinct banks in `staged` when it holds chunks), and
 // the lanes' stores fill whole sectors of `out`.
-template <class T, bool Windows>
+template <class T, class Staged>
 __device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                   const staged_tile<T, Windows>& staged) {
+                                   const Staged& staged) {
   using tile = transpose_tile<T>;
   constexpr int vec = tile::vec, chunks = tile::chunks;
 #pragma unroll(tile::write_unroll)
@@ -869,7 +912,7 @@ __device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_cou
     const int a = i % vec + vec * (i / (vec * chunks)), first = i / vec % chunks * vec;
     if (a < a_count && first + vec <= b_count) {
       *reinterpret_cast<uint4*>(out + std::size_t(a) * out_row_stride + first) =
-          gather_column(staged, first, a);
+          gather_column<T>(staged, first, a);
     }
   }
   write_cut_chunks(out, out_row_stride, b_count, a_count, staged);
@@ -877,9 +920,9 @@ __device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_cou
 
 // The chunks of the output rows that the tile's edge cuts (one column of them at most),
 // element by element, a row to a thread: few registers beside the whole chunks' gathers.
-template <class T, bool Windows>
+template <class T, class Staged>
 __device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                 const staged_tile<T, Windows>& staged) {
+                                 const Staged& staged) {
   using tile = transpose_tile<T>;
   const int cut = b_count / tile::vec * tile::vec;
   if (cut == b_count) return;
@@ -896,7 +939,7 @@ __device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count
 // words: distinct banks in `staged`, and 128 bytes of each of 4 rows of `out` a store.
 template <class T>
 __device__ void write_packed_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                  const staged_tile<T, false>& staged) {
+                                  const row_staged_tile<T, false>& staged) {
   using tile = transpose_tile<T>;
   constexpr int vec = tile::vec, chunks = tile::chunks, per_word = int(4 / sizeof(T));
   constexpr int words = tile::side / per_word;
@@ -936,14 +979,16 @@ __device__ uint4 pick_from_words(const unsigned (&words)[16 / sizeof(T)], int r)
   return make_uint4(picked[0], picked[1], picked[2], picked[3]);
 }
 
-// Output rows off 16-byte boundaries: the whole windows of each output row as gathered
-// vectors, then the elements before and after them.
-template <class T, bool Windows>
-__device__ void write_realigned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                     const staged_tile<T, Windows>& staged) {
+// Output rows off 16-byte boundaries, from the tile staged by columns: the C + 1 windows of
+// each output row, lanes along the row, a whole window one 16-byte read and one 16-byte
+// store, the two partial ones at the row's ends element by element.
+template <class T>
+__device__ void write_column_windows(T* out, std::size_t out_row_stride, int b_count, int a_count,
+                                     const column_staged_tile<T>& staged) {
   using tile = transpose_tile<T>;
   constexpr int vec = tile::vec, windows = tile::chunks + 1;
-  if (!window_origin_of(out).vectors) {
+  const row_shifts<T> shifts = row_shifts_of(out, out_row_stride);
+  if (!shifts.vectors) {
     write_elements(out, out_row_stride, 0, b_count, a_count, staged);
     return;
   }
@@ -951,27 +996,22 @@ __device__ void write_realigned_rows(T* out, std::size_t out_row_stride, int b_c
   for (int i = threadIdx.x; i < tile::side * windows; i += tile::threads) {
     const int a = i / windows;
     if (a >= a_count) break;
+    const int first = i % windows * vec - shifts(a);
     T* row = out + std::size_t(a) * out_row_stride;
-    const int first = i % windows * vec - window_origin_of(row).shift;
-    if (first >= 0 && first + vec <= b_count)
-      *reinterpret_cast<uint4*>(row + first) = gather_column(staged, first, a);
-  }
-  // Row a's ends: up to V - 1 elements before its whole windows (e < V) and after them.
+    if (first >= 0 && first + vec <= b_count) {
+      *reinterpret_cast<uint4*>(row + first) = *reinterpret_cast<const uint4*>(&staged(first, a));
+    } else {
 #pragma unroll 1
-  for (int i = threadIdx.x; i < a_count * 2 * vec; i += tile::threads) {
-    const int a = i / (2 * vec), e = i % (2 * vec);
-    T* row = out + std::size_t(a) * out_row_stride;
-    const int begin = min((vec - window_origin_of(row).shift) % vec, b_count);
-    const int end = begin + (b_count - begin) / vec * vec;
-    const int b = e < vec ? e : end + e - vec;
-    if (e < vec ? b < begin : b < b_count) row[b] = staged(b, a);
+      for (int b = max(first, 0); b < min(first + vec, b_count); ++b)
+        row[b] = staged(b, a);
+    }
   }
 }
 
 // The V elements of column a from rows first, first + 1, ... of the staged tile, as one
 // 16-byte chunk.
-template <class T, bool Windows>
-__device__ uint4 gather_column(const staged_tile<T, Windows>& staged, int first, int a) {
+template <class T, class Staged>
+__device__ uint4 gather_column(const Staged& staged, int first, int a) {
   constexpr int vec = transpose_tile<T>::vec;
   T items[vec];
 #pragma unroll
@@ -985,9 +1025,9 @@ __device__ uint4 gather_column(const staged_tile<T, Windows>& staged, int first,
 // Output rows [0, a_count) x columns [first, end) from the staged tile to `out`, element by
 // element, lanes along the output rows (rows whose elements are off their size's
 // alignment).
-template <class T, bool Windows>
+template <class T, class Staged>
 __device__ void write_elements(T* out, std::size_t out_row_stride, int first, int end, int a_count,
-                               const staged_tile<T, Windows>& staged) {
+                               const Staged& staged) {
   const int width = end - first;
 #pragma unroll 1
   for (int i = threadIdx.x; i < a_count * width; i += transpose_tile<T>::threads) {
