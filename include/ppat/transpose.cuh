@@ -194,9 +194,7 @@ struct transpose_tile {
   static constexpr int vec = int(16 / sizeof(T));
   static constexpr int side = sizeof(T) == 1 ? 128 : sizeof(T) <= 4 ? 64 : 32;
   static constexpr int chunks = side / vec;
-  static constexpr int threads = sizeof(T) == 2                     ? 128
-                                 : sizeof(T) == 4 || sizeof(T) == 8 ? 128
-                                                                    : 256;
+  static constexpr int threads = sizeof(T) == 1 || sizeof(T) == 16 ? 256 : 128;
   static constexpr int chunks_per_thread = side * chunks / threads;
   // Blocks an SM must hold, asked of the compiler (0: none). Left free, it gives one-byte
   // tiles 80 registers, three blocks an SM; four (64 registers) move 96% of copy instead
