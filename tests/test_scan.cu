@@ -90,8 +90,8 @@ constexpr rung rungs[] = {rung::single_pass, rung::hillis_steele, rung::blelloch
 constexpr kind kinds[] = {kind::inclusive, kind::exclusive};
 
 // Tile boundaries of the textbook rungs (1024 items, at the first and second level of tile
-// totals) and of the single-pass scan (8192 i32 items, look-back groups of 32 tiles and
-// supergroups of 1024), primes, and sizes just around them.
+// totals) and of the single-pass scan (8192 i32 items; look-back windows of 32 tiles, and
+// the 128 tiles a waiting warp keeps), primes, and sizes just around them.
 const std::size_t boundary_sizes[] = {1,
                                       2,
                                       31,
@@ -221,8 +221,8 @@ TEST(textbook_scan, in_place) {
   }
 }
 
-// Several look-back supergroups (1024 tiles each) for every tile shape: 16 items a vector
-// (u8, 32768-item tiles), 2 (i64, 4096), and the unvectorized 12-byte struct (2048).
+// Thousands of tiles, so look-backs walk many windows, for every tile shape: 16 items a
+// vector (u8, 24576-item tiles), 2 (i64, 3072), and the unvectorized 12-byte struct (2048).
 TEST(single_pass_scan, crosses_many_lookback_groups) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
@@ -281,6 +281,48 @@ TEST(single_pass_scan, sixteen_byte_non_commutative_items) {
     EXPECT_EQ(
         ppat_test::first_mismatch(got, reference(k, host, matrix2{1u, 0u, 0u, 1u}, multiply{})), -1)
         << name(k) << " unaligned";
+  }
+}
+
+// Items too large to keep four look-back windows in shared memory: 48 bytes keep two, 136
+// bytes one (a warp waiting past it polls its window until an inclusive prefix appears).
+// An affine map composes non-commutatively; the extra words add up.
+template <int ExtraWords>
+struct heavy_map {
+  std::uint32_t a, b;
+  std::uint32_t extra[ExtraWords];
+};
+struct compose_heavy {
+  template <int ExtraWords>
+  __host__ __device__ heavy_map<ExtraWords> operator()(const heavy_map<ExtraWords>& f,
+                                                       const heavy_map<ExtraWords>& g) const {
+    heavy_map<ExtraWords> h{g.a * f.a, g.a * f.b + g.b, {}};
+    for (int w = 0; w < ExtraWords; ++w)
+      h.extra[w] = f.extra[w] + g.extra[w];
+    return h;
+  }
+};
+
+template <int ExtraWords>
+void check_heavy_items(std::size_t n) {
+  const auto v = ppat_test::random_integers<std::uint32_t>((2 + ExtraWords) * n, 0, 0xFFFFFFFFll);
+  std::vector<heavy_map<ExtraWords>> in(n);
+  for (std::size_t i = 0; i < n; ++i)
+    std::memcpy(&in[i], &v[(2 + ExtraWords) * i], sizeof(heavy_map<ExtraWords>));
+  heavy_map<ExtraWords> init{3u, 5u, {}};
+  for (int w = 0; w < ExtraWords; ++w)
+    init.extra[w] = 7u * w;
+  for (kind k : kinds)
+    check_scan(rung::single_pass, k, in, init, compose_heavy{});
+}
+
+TEST(single_pass_scan, large_items_keep_fewer_lookback_windows) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  static_assert(sizeof(heavy_map<10>) == 48 && sizeof(heavy_map<32>) == 136);
+  for (std::size_t n : {std::size_t{1}, std::size_t{257}, std::size_t{500009}}) {
+    check_heavy_items<10>(n);
+    check_heavy_items<32>(n);
   }
 }
 

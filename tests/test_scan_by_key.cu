@@ -189,7 +189,7 @@ TEST(scan_by_key, float_results_are_deterministic) {
   }
 }
 
-// More than 2^28 items: every look-back level, supergroup prefixes chained many times.
+// More than 2^28 items: tens of thousands of tiles, their look-backs under full load.
 TEST(scan_by_key, huge_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();

@@ -7,11 +7,11 @@
 //       the same within each segment, a maximal run of equal consecutive keys
 //
 // Any associative `op`, commutative or not; any trivially copyable T; in == out allowed.
-// Each block copies one tile (256 threads x up to 128 bytes) into shared memory with
-// 16-byte accesses coalesced across the warp, scans it, and learns the tile's prefix from
-// the tiles before it through the deterministic decoupled look-back of core/lookback.cuh.
-// Every combination happens in an order fixed by n alone, so floating-point results are the
-// same bits on every run on the same GPU.
+// Each block reads one tile (256 threads x up to 128 bytes) into registers with 16-byte
+// accesses coalesced across the warp, scans it, and learns the tile's prefix from the tiles
+// before it through the deterministic decoupled look-back of core/lookback.cuh. Every
+// combination happens in an order fixed by n alone, so floating-point results are the same
+// bits on every run on the same GPU.
 //
 // A scan by key is a plain scan of (value, number of segment starts) pairs under an
 // operator that restarts where a segment starts. Each item reads only its own value and
@@ -73,7 +73,7 @@ void exclusive_scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T 
 
 namespace detail {
 
-// What the single-pass kernel scans. A source gives the items to combine (`item`, combined
+// What the single-pass kernel scans. A source loads the items to combine (`item`, combined
 // by `op`), from `vec` consecutive positions at a time, and writes each position's result
 // from the combination of everything before it and everything through it.
 template <bool Exclusive, class T, class Op, int Vec>
@@ -86,7 +86,7 @@ struct plain_source {
   T* out;
   Op op;
 
-  __device__ void stage(std::size_t first, T* to) const { stage_items<Vec>(in + first, to); }
+  __device__ void load(std::size_t first, register_items<T, Vec>& to) const { to.load(in + first); }
   __device__ T load_one(std::size_t i) const { return in[i]; }
   // An exclusive scan always has a prefix: `start` at the very least.
   __device__ static T result(const partial<T>& before, const T& through) {
@@ -100,7 +100,7 @@ struct plain_source {
 
 // A value, and how many segments start within the items it combines, modulo 2^32. Only
 // differences of counts matter, and whether a right operand holds any start; right
-// operands never span more than one supergroup of tiles, far fewer than 2^32 items.
+// operands never span more than one tile, far fewer than 2^32 items.
 template <class T>
 struct segmented {
   T value;
@@ -133,7 +133,7 @@ struct by_key_source {
   T init;
   combiner op;
 
-  __device__ void stage(std::size_t first, item* to) const {
+  __device__ void load(std::size_t first, register_items<item, Vec>& to) const {
     item items[Vec];
     K k[Vec];
     T v[Vec];
@@ -145,7 +145,7 @@ struct by_key_source {
       items[j] = {v[j], (first == 0 && j == 0) || !(k[j] == previous) ? 1u : 0u};
       previous = k[j];
     }
-    store_items(to, items);
+    to.assign(items);
   }
   __device__ item load_one(std::size_t i) const {
     return {in[i], i == 0 || !(keys[i] == keys[i - 1]) ? 1u : 0u};
@@ -181,19 +181,20 @@ struct scan_tile_shape {
   static constexpr int tile_items = warps * warp_items;
 };
 
-// The H200's shape for `Item`s read `vec` at a time: up to 32 KB of staging a tile, so that
-// six tiles fit an SM's shared memory (measured at 2^28 i32: 24, 32 and 40 items a thread
-// at 4 to 8 tiles an SM span 57-67% of copy; 32 items at 6 tiles is best). Items read one
-// at a time scan across the warp one by one, so they get fewer rows; larger items need more
-// registers, so fewer tiles share an SM, and items of more than 128 bytes get fewer threads.
+// The H200's shape for `Item`s read `vec` at a time: 256 threads holding up to 128 bytes of
+// items each, in as many registers as lets enough tiles share an SM. Measured at 2^28 i32
+// with the look-back of core/lookback.cuh: 24 items a thread at 4 and 5 tiles an SM reach
+// 89% and 92% of copy, 32 items at 4 tiles 94%; the same tiles staged in shared memory
+// instead, 81-85%. Other sizes get 96 bytes: 8-byte items fit 64 registers with them (with
+// 128 bytes they spill), packed 1- and 2-byte items need 80 (3 tiles an SM); larger items
+// get 2 tiles an SM.
 template <class Item>
-constexpr int scan_threads = std::clamp(int(32768 / sizeof(Item)) / 32 * 32, 32, 256);
+constexpr int scan_bytes_per_thread = sizeof(Item) == 4 ? 128 : 96;
 template <class Item, int Vec>
 using scan_tuning =
-    scan_tile_shape<scan_threads<Item>, Vec,
-                    std::clamp(int(32768 / (scan_threads<Item> * sizeof(Item) * Vec)), 1,
-                               Vec == 1 ? 8 : 16),
-                    sizeof(Item) <= 4   ? (Vec != 1 ? 6 : 4)
+    scan_tile_shape<256, Vec,
+                    std::clamp(int(scan_bytes_per_thread<Item> / (sizeof(Item) * Vec)), 1, 16),
+                    sizeof(Item) < 4    ? 3
                     : sizeof(Item) <= 8 ? 4
                                         : 2>;
 
@@ -261,11 +262,11 @@ void launch_single_pass_scan(const Source& source, std::size_t n,
   temporary_buffer<unsigned char> memory(layout.total_bytes, stream, function);
   check_cuda(cudaMemsetAsync(memory.data(), 0, layout.control_bytes, stream), function,
              "cudaMemsetAsync");
-  constexpr std::size_t staging_bytes = Shape::tile_items * sizeof(item);
-  // With the kernel's few static bytes, within the 48 KB a launch gets without opting in.
-  static_assert(staging_bytes <= 47 * 1024,
-                "ppat scans take items of up to 1.4 KB: a tile of 32 must fit shared memory");
-  single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, staging_bytes, stream>>>(
+  // The look-back keeps a window of 32 items, and the warps' prefixes, in static shared
+  // memory, within the 48 KB a launch gets without opting in.
+  static_assert((32 + Shape::warps) * sizeof(partial<item>) <= 47 * 1024,
+                "ppat scans take items of up to 1.2 KB");
+  single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, 0, stream>>>(
       source, n, lookback_view<item>(memory.data(), layout), start);
   check_launch(function, "single_pass_scan_kernel");
   memory.release();
@@ -280,7 +281,6 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
   const typename Source::combiner op = source.op;
-  extern __shared__ uint4 staging[];  // (TILE_ITEMS) items, this thread's at row_items(r)
   __shared__ unsigned tile_slot;
   __shared__ uninitialized_array<partial<item>, Shape::warps> warp_prefixes;
   if (threadIdx.x == 0) tile_slot = atomicAdd(state.tile_counter, 1u);
@@ -289,38 +289,34 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
   const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;
-  const int lane_offset = warp * Shape::warp_items + lane * vec;
+  const std::size_t lane_first = tile_first + warp * Shape::warp_items + lane * vec;
   const bool full_tile = tile_first + Shape::tile_items <= n;
-  const auto row_first = [&](int r) { return tile_first + lane_offset + r * 32 * vec; };
-  const auto row_items = [&](int r) {
-    return reinterpret_cast<item*>(staging) + lane_offset + r * 32 * vec;
-  };
+  const auto row_first = [&](int r) { return lane_first + r * 32 * vec; };
 
-  // Stage the tile in shared memory, where it waits out the look-back without holding
-  // registers: the bytes a block keeps in flight are what bound the bandwidth. The
+  // The tile waits out the look-back in registers, all of its loads issued at once. The
   // partial last tile pads with copies of its last item, whose results are never stored
   // (and no later tile needs its aggregate).
+  register_items<item, vec> tile_vectors[rows];
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
     if (full_tile) {
-      source.stage(row_first(r), row_items(r));
+      source.load(row_first(r), tile_vectors[r]);
     } else {
       item padded[vec];
 #pragma unroll
       for (int j = 0; j < vec; ++j)
         padded[j] = source.load_one(min(row_first(r) + j, n - 1));
-      store_items(row_items(r), padded);
+      tile_vectors[r].assign(padded);
     }
   }
-  wait_for_staging();
 
-  // Scan each vector, then each row across the warp; only each lane's row results stay in
-  // registers.
+  // Scan each vector, then each row across the warp. The vector scans are done again when
+  // the results are written, rather than held, so that 1- and 2-byte items stay packed.
   const auto scan_vector = [&](int r, item(&items)[vec]) {
-    load_items(row_items(r), items);
+    items[0] = tile_vectors[r][0];
 #pragma unroll
     for (int j = 1; j < vec; ++j)
-      items[j] = op(items[j - 1], items[j]);
+      items[j] = op(items[j - 1], tile_vectors[r][j]);
   };
   item lane_inclusive[rows];
   item warp_total;

@@ -2,22 +2,25 @@
 // before it while those tiles are still running (decoupled look-back, Merrill & Garland
 // 2016), in a variant whose result does not depend on timing.
 //
-// Classic look-back stops at the first predecessor that has published its inclusive
-// prefix, so a tile's prefix is associated differently from run to run, and floating-point
-// scans differ in their last bits. Here every combination has a fixed shape:
-//   - tiles form groups of 32, groups form supergroups of 32 (1024 tiles);
-//   - every tile publishes its aggregate as soon as it has it; the last tile of a group
-//     publishes the group's aggregate as soon as its group's tile aggregates are in;
-//   - a tile's prefix is its supergroup's prefix, then the aggregates of the groups and
-//     tiles before it within the supergroup and group, each level combined by one warp as
-//     a fixed tree; the last tile of a supergroup publishes the next supergroup's prefix.
-// Only supergroup prefixes chain, one hop per 1024 tiles; everything else waits only on
-// aggregates, as classic look-back does. A warp reads every level in one round trip to
-// L2, one slot per lane and level, so waiting tiles poll few lines and few words. (Groups
-// of 256 tiles read directly cost 8 reads a lane and ran slower; a third level, which
-// moves the chain to one hop per 32768 tiles, added registers and ran no faster.) Values
-// of up to 12 bytes travel in one 64- or 128-bit word with their ready flag; larger ones
-// sit beside their flags and take a second round trip.
+// Every tile publishes its aggregate as soon as it has it, then its inclusive prefix as soon
+// as it knows its exclusive one. A waiting tile's warp reads the 32 tiles before it, one slot
+// a lane, and walks further back, a window at a time, until it sees an inclusive prefix.
+// Classic look-back then adds up the aggregates after that prefix as a tree, so the
+// association depends on which tile had published first, and float scans differ from run to
+// run in their last bits. Here the walk keeps every window it read in shared memory and
+// folds them strictly left to right, starting at the newest inclusive prefix it saw:
+//     exclusive(i) = inclusive(j) op aggregate(j+1) op ... op aggregate(i-1)
+// By induction every inclusive prefix is then the left fold of `start` and all aggregates up
+// to its tile, whichever j each tile happened to find: the bits are fixed by n alone. The
+// fold is serial, but it is short when the chain keeps up (j is usually among the last few
+// tiles), and only one warp a block does it.
+//
+// Publication is an atomic exchange, not a store: a store waits in the SM's queue behind
+// the tile stores of every block on the SM, while an atomic goes straight to L2. At 2^28 i32
+// this alone moved a classic look-back from 67% to 92% of copy. Values of up to 12 bytes
+// travel in one 64- or 128-bit word with their flag, so one read brings both; larger ones sit
+// beside their flags, in separate arrays for aggregates and inclusive prefixes, since a slot
+// is read while its tile moves from one to the other.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
 // were handed out earlier, to blocks already running, so the waits always end.
@@ -25,68 +28,69 @@
 
 #include <cuda/atomic>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "launch.cuh"
 #include "partial.cuh"
+#include "shared_storage.cuh"
 #include "warp.cuh"
 
 namespace ppat::detail {
 
-constexpr unsigned lookback_fan_in = 32;  // units of one level per unit of the next: a warp
-constexpr int lookback_levels = 2;        // tiles, groups
+// What a tile has published: nothing yet (zeroed memory), its aggregate, or its inclusive
+// prefix.
+enum tile_status : unsigned { status_none = 0, status_aggregate = 1, status_inclusive = 2 };
 
-// A ready flag in the first 4 bytes of a word that holds the value in the rest: 8-byte
-// words for values of up to 4 bytes, 16-byte words (read and written whole, as one
+// A status in the first 4 bytes of a word that holds the value in the rest: 8-byte words
+// for values of up to 4 bytes, 16-byte words (read and written whole, as one
 // single-copy-atomic 128-bit access) for values of up to 12.
 template <class T>
 constexpr int packed_words = sizeof(T) <= 4    ? 1
                              : sizeof(T) <= 12 ? 2
                                                : 0;  // 64-bit words
 template <class T>
-constexpr bool packs_with_flag = packed_words<T> != 0;
+constexpr bool packs_with_status = packed_words<T> != 0;
 
 template <int Words>
 struct alignas(8 * Words) packed_word {
   std::uint64_t part[Words];
 };
 
-// Published values, one per slot. Zeroed control memory means "not yet published".
-template <class T, bool Packed = packs_with_flag<T>>
-struct published;
+// One slot per tile. Zeroed control memory means "nothing published".
+template <class T, bool Packed = packs_with_status<T>>
+struct tile_slots;
 
 template <class T>
-struct published<T, true> {
+struct tile_slots<T, true> {
   using word = packed_word<packed_words<T>>;
-  using raw = word;  // what a read of a slot brings back
   static constexpr std::size_t control_bytes = sizeof(word);
   static constexpr std::size_t value_bytes = 0;
   word* words;
 };
 
-// A ready flag (control memory) and the value beside it (value memory).
+// A status word (control memory), and the aggregate and the inclusive prefix beside it.
 template <class T>
-struct published<T, false> {
-  using raw = unsigned;  // the flag
+struct tile_slots<T, false> {
   static constexpr std::size_t control_bytes = sizeof(unsigned);
-  static constexpr std::size_t value_bytes = sizeof(T);
-  unsigned* ready;
-  T* values;
+  static constexpr std::size_t value_bytes = 2 * sizeof(T);
+  unsigned* status;
+  T* aggregates;
+  T* inclusives;
 };
 
 template <class T>
 struct lookback_state {
-  unsigned* tile_counter;                    // next tile id to hand out
-  published<T> aggregates[lookback_levels];  // per tile, group
-  published<T> super_prefixes;               // per supergroup, from supergroup 1 on
+  unsigned* tile_counter;  // next tile id to hand out
+  tile_slots<T> slots;
 };
 
 // The temporary memory of a look-back over `tiles` tiles: control memory that must be
 // zeroed before each launch, then values that need no initialization.
 struct lookback_layout {
-  std::size_t slots[lookback_levels + 1];  // aggregates per level, supergroup prefixes
+  std::size_t tiles;
   std::size_t control_bytes;
   std::size_t values_offset;
   std::size_t total_bytes;
@@ -99,49 +103,37 @@ template <class T>
 lookback_layout plan_lookback(std::size_t tiles) {
   constexpr std::size_t value_alignment = alignof(T) > 16 ? alignof(T) : 16;
   lookback_layout layout{};
-  std::size_t slots = 0;
-  std::size_t units = tiles;
-  for (int level = 0; level <= lookback_levels; ++level) {
-    layout.slots[level] = level < lookback_levels ? units : units + 1;
-    slots += layout.slots[level];
-    units = ceil_div(units, lookback_fan_in);
-  }
-  layout.control_bytes = lookback_counter_bytes + slots * published<T>::control_bytes;
+  layout.tiles = tiles;
+  layout.control_bytes = lookback_counter_bytes + tiles * tile_slots<T>::control_bytes;
   layout.values_offset = ceil_div(layout.control_bytes, value_alignment) * value_alignment;
-  layout.total_bytes = layout.values_offset + slots * published<T>::value_bytes;
+  layout.total_bytes = layout.values_offset + tiles * tile_slots<T>::value_bytes;
   return layout;
 }
 
 template <class T>
 lookback_state<T> lookback_view(void* memory, const lookback_layout& layout) {
-  unsigned char* control = static_cast<unsigned char*>(memory) + lookback_counter_bytes;
-  T* values = reinterpret_cast<T*>(static_cast<unsigned char*>(memory) + layout.values_offset);
-  published<T> parts[lookback_levels + 1];
-  for (int p = 0; p <= lookback_levels; ++p) {
-    if constexpr (packs_with_flag<T>) {
-      parts[p] = {reinterpret_cast<typename published<T>::word*>(control)};
-    } else {
-      parts[p] = {reinterpret_cast<unsigned*>(control), values};
-      values += layout.slots[p];
-    }
-    control += layout.slots[p] * published<T>::control_bytes;
+  unsigned char* bytes = static_cast<unsigned char*>(memory);
+  unsigned char* control = bytes + lookback_counter_bytes;
+  lookback_state<T> state{static_cast<unsigned*>(memory), {}};
+  if constexpr (packs_with_status<T>) {
+    state.slots = {reinterpret_cast<typename tile_slots<T>::word*>(control)};
+  } else {
+    T* values = reinterpret_cast<T*>(bytes + layout.values_offset);
+    state.slots = {reinterpret_cast<unsigned*>(control), values, values + layout.tiles};
   }
-  lookback_state<T> state{static_cast<unsigned*>(memory), {}, parts[lookback_levels]};
-  for (int level = 0; level < lookback_levels; ++level)
-    state.aggregates[level] = parts[level];
   return state;
 }
 
 template <class Word>
 using device_atomic = cuda::atomic_ref<Word, cuda::thread_scope_device>;
 
-// A value's bits in 32-bit pieces, after a first piece that holds the ready flag.
+// A value's bits in 32-bit pieces, after a first piece that holds the status.
 template <class T>
-__device__ typename published<T>::word packed_with_flag(const T& value) {
+__device__ typename tile_slots<T>::word packed_with_status(tile_status status, const T& value) {
   constexpr int words = packed_words<T>;
-  std::uint32_t pieces[2 * words] = {1u};
+  std::uint32_t pieces[2 * words] = {status};
   std::memcpy(&pieces[1], &value, sizeof(T));
-  typename published<T>::word word;
+  typename tile_slots<T>::word word;
 #pragma unroll
   for (int w = 0; w < words; ++w)
     word.part[w] = std::uint64_t(pieces[2 * w]) | std::uint64_t(pieces[2 * w + 1]) << 32;
@@ -149,7 +141,7 @@ __device__ typename published<T>::word packed_with_flag(const T& value) {
 }
 
 template <class T>
-__device__ T unpacked(const typename published<T>::word& word) {
+__device__ T unpacked(const typename tile_slots<T>::word& word) {
   constexpr int words = packed_words<T>;
   std::uint32_t pieces[2 * words];
 #pragma unroll
@@ -162,7 +154,7 @@ __device__ T unpacked(const typename published<T>::word& word) {
   return value;
 }
 
-// Relaxed loads and stores of whole packed words: the flag and the value arrive together.
+// Relaxed whole-word reads and exchanges: the status and the value travel together.
 template <int Words>
 __device__ packed_word<Words> load_word(const packed_word<Words>* from) {
   packed_word<Words> word;
@@ -180,26 +172,26 @@ __device__ packed_word<Words> load_word(const packed_word<Words>* from) {
 }
 
 template <int Words>
-__device__ void store_word(packed_word<Words>* to, const packed_word<Words>& word) {
+__device__ void exchange_word(packed_word<Words>* to, const packed_word<Words>& word) {
   if constexpr (Words == 1) {
-    device_atomic<std::uint64_t>(to->part[0]).store(word.part[0], cuda::memory_order_relaxed);
+    device_atomic<std::uint64_t>(to->part[0]).exchange(word.part[0], cuda::memory_order_relaxed);
   } else {
     asm volatile(
-        "{\n\t.reg .b128 w;\n\tmov.b128 w, {%1, %2};\n\tst.relaxed.gpu.global.b128 [%0], w;\n\t}" ::
-            "l"(to),
+        "{\n\t.reg .b128 w, old;\n\tmov.b128 w, {%1, %2};\n\t"
+        "atom.relaxed.gpu.global.exch.b128 old, [%0], w;\n\t}" ::"l"(to),
         "l"(word.part[0]), "l"(word.part[1])
         : "memory");
   }
 }
 
 template <class T>
-__device__ void publish(const published<T>& slot, unsigned index, const T& value) {
-  if constexpr (packs_with_flag<T>) {
-    // The value travels inside the flag's word, so nothing else needs ordering.
-    store_word(&slot.words[index], packed_with_flag(value));
+__device__ void publish(const tile_slots<T>& slots, unsigned tile, tile_status status,
+                        const T& value) {
+  if constexpr (packs_with_status<T>) {
+    exchange_word(&slots.words[tile], packed_with_status(status, value));
   } else {
-    slot.values[index] = value;
-    device_atomic<unsigned>(slot.ready[index]).store(1, cuda::memory_order_release);
+    (status == status_inclusive ? slots.inclusives : slots.aggregates)[tile] = value;
+    device_atomic<unsigned>(slots.status[tile]).exchange(status, cuda::memory_order_release);
   }
 }
 
@@ -224,143 +216,79 @@ __device__ T load_published(const T* from) {
   return value;
 }
 
-// A lane's reads of slots [begin, begin + count), count <= K, of one published array. All
-// reads of every pending read go out together, so waiting on several costs one round trip.
-template <class T, int K>
+// One lane's read of one tile's slot: its status, and once published, its value.
+template <class T>
 struct slot_read {
-  static constexpr bool values_beside_flags = !packs_with_flag<T>;
-  published<T> slot;
-  unsigned begin;
-  unsigned count;
-  T values[K];
-  typename published<T>::raw raw[K];
-
-  // Loads the packed words, or the ready flags.
-  __device__ void issue() {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if (unsigned(k) >= count) {
-        raw[k] = {1u};
-      } else if constexpr (packs_with_flag<T>) {
-        raw[k] = load_word(&slot.words[begin + k]);
-      } else {
-        raw[k] = device_atomic<unsigned>(slot.ready[begin + k]).load(cuda::memory_order_relaxed);
-      }
-    }
-  }
-  __device__ bool ready() const {
-    bool all = true;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if constexpr (packs_with_flag<T>) {
-        all &= (raw[k].part[0] & 1u) != 0;
-      } else {
-        all &= raw[k] != 0;
-      }
-    }
-    return all;
-  }
-  // Once ready (and, for values beside their flags, after an acquire fence).
-  __device__ void finish() {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if constexpr (packs_with_flag<T>) {
-        values[k] = unpacked<T>(raw[k]);
-      } else if (unsigned(k) < count) {
-        values[k] = load_published(&slot.values[begin + k]);
-      }
-    }
-  }
+  tile_status status;
+  T value;
 };
 
-template <int K, class T>
-__device__ slot_read<T, K> read_of(const published<T>& slot, unsigned begin, unsigned count) {
-  return {slot, begin, count};
-}
-
-// Waits until every read's slots are published, then reads the values.
-template <class... Reads>
-__device__ void wait_for(Reads&... reads) {
-  unsigned backoff = 16;
-  for (;;) {
-    (reads.issue(), ...);
-    if ((reads.ready() && ...)) break;
-    __nanosleep(backoff);
-    if (backoff < 256) backoff *= 2;
-  }
-  if constexpr ((Reads::values_beside_flags || ...)) {
-    // One fence orders every value read after every flag read.
-    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
-  }
-  (reads.finish(), ...);
-}
-
-// Slot `index` of `slot`, read by lanes where `wanted`.
 template <class T>
-__device__ slot_read<T, 1> lane_read(const published<T>& slot, unsigned index, bool wanted) {
-  return read_of<1>(slot, index, wanted ? 1u : 0u);
+__device__ slot_read<T> read_slot(const tile_slots<T>& slots, unsigned tile) {
+  if constexpr (packs_with_status<T>) {
+    const auto word = load_word(&slots.words[tile]);
+    return {tile_status(word.part[0] & 3u), unpacked<T>(word)};
+  } else {
+    const unsigned status =
+        device_atomic<unsigned>(slots.status[tile]).load(cuda::memory_order_acquire);
+    slot_read<T> read{tile_status(status), {}};
+    if (status != status_none) {
+      read.value =
+          load_published(&(status == status_inclusive ? slots.inclusives : slots.aggregates)[tile]);
+    }
+    return read;
+  }
 }
 
-// Called by a whole warp after a lane_read per lane: the wanted values, lanes left to right.
-template <class T, class Op>
-__device__ partial<T> lanes_combined(const slot_read<T, 1>& read, Op op) {
-  return warp_reduce(partial<T>{read.values[0], read.count > 0}, op);
-}
+// Windows of 32 tiles a waiting warp keeps while it walks back: up to 4 KB of them, at most
+// 4, since the chain seldom lags further (at 2^28 i32, walks of 1 and 4 windows ran within
+// 1%). Past them, the warp polls its furthest window until an inclusive prefix appears there.
+template <class T>
+constexpr int lookback_windows = std::clamp(int(4096 / (32 * sizeof(T))), 1, 4);
 
 // Called by one whole warp of the block that owns `tile`, once its `aggregate` is known.
 // Returns the combination of `start` (what precedes tile 0, e.g. an exclusive scan's
-// init) and every tile before `tile`.
+// init) and every tile before `tile`, always in the same order.
 template <class T, class Op>
 __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned tile,
                                       const T& aggregate, const partial<T>& start, Op op) {
-  const unsigned lane = unsigned(lane_id());
-  if (lane == 0) publish(state.aggregates[0], tile, aggregate);
-  // At each level: this tile's unit, and how many units before it share its parent.
-  unsigned unit[lookback_levels + 1];
-  unsigned units_before[lookback_levels];
-  slot_read<T, 1> reads[lookback_levels];
-  unit[0] = tile;
-#pragma unroll
-  for (int level = 0; level < lookback_levels; ++level) {
-    unit[level + 1] = unit[level] / lookback_fan_in;
-    units_before[level] = unit[level] % lookback_fan_in;
-    reads[level] = lane_read(state.aggregates[level], unit[level] - units_before[level] + lane,
-                             lane < units_before[level]);
+  constexpr int windows = lookback_windows<T>;
+  // Window w (0 the newest) at [windows - 1 - w], so that tiles ascend with addresses.
+  __shared__ uninitialized_array<T, 32 * windows> seen;
+  const int lane = lane_id();
+  if (tile == 0) {
+    if (lane == 0) publish(state.slots, tile, status_inclusive, after(start, aggregate, op));
+    return start;
   }
-  const unsigned super = unit[lookback_levels];
-  auto super_read = lane_read(state.super_prefixes, super, lane == 0 && super > 0);
-
-  // The last tile of a unit publishes the unit's aggregate as soon as it is known, level by
-  // level, since later units wait on it. (Supergroups, the top level, chain through their
-  // prefixes instead; their last tile's extra wait there costs nothing, as it needs the
-  // same slots next.)
-  partial<T> before[lookback_levels];
-  bool last[lookback_levels];  // in its unit at this level and every level below
-  T unit_aggregate = aggregate;
-#pragma unroll
-  for (int level = 0; level < lookback_levels; ++level) {
-    last[level] = units_before[level] == lookback_fan_in - 1 && (level == 0 || last[level - 1]);
-    if (last[level]) {
-      wait_for(reads[level]);
-      before[level] = lanes_combined(reads[level], op);
-      unit_aggregate = after(before[level], unit_aggregate, op);
-      if (level + 1 < lookback_levels && lane == 0) {
-        publish(state.aggregates[level + 1], unit[level + 1], unit_aggregate);
-      }
+  if (lane == 0) publish(state.slots, tile, status_aggregate, aggregate);
+  int window = 0;
+  long long first =
+      static_cast<long long>(tile) - 32;  // the window's first tile; tile 0 always in some
+  for (;;) {
+    const long long mine = first + lane;
+    const slot_read<T> read =
+        mine >= 0 ? read_slot(state.slots, unsigned(mine)) : slot_read<T>{status_aggregate, {}};
+    if (!__all_sync(full_warp, read.status != status_none)) continue;
+    T* row = &seen[32 * (windows - 1 - window)];
+    row[lane] = read.value;
+    __syncwarp();
+    const unsigned inclusive = __ballot_sync(full_warp, read.status == status_inclusive);
+    if (inclusive != 0) {
+      const int newest = 31 - __clz(int(inclusive));
+      T prefix = row[newest];
+      const T* const end = &seen[32 * windows];
+#pragma unroll 4
+      for (const T* next = row + newest + 1; next != end; ++next)
+        prefix = op(prefix, *next);
+      __syncwarp();
+      if (lane == 0) publish(state.slots, tile, status_inclusive, op(prefix, aggregate));
+      return {prefix, true};
+    }
+    if (window + 1 < windows) {
+      ++window;
+      first -= 32;
     }
   }
-  static_assert(lookback_levels == 2);
-  wait_for(reads[0], reads[1], super_read);
-  partial<T> prefix = super > 0 ? partial<T>{shuffle_from(super_read.values[0], 0), true} : start;
-#pragma unroll
-  for (int level = lookback_levels - 1; level >= 0; --level) {
-    if (!last[level]) before[level] = lanes_combined(reads[level], op);
-    prefix = then(prefix, before[level], op);
-  }
-  if (last[lookback_levels - 1] && lane == 0) {
-    publish(state.super_prefixes, super + 1, after(prefix, aggregate, op));
-  }
-  return prefix;
 }
 
 }  // namespace ppat::detail

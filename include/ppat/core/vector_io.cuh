@@ -1,5 +1,5 @@
 // Moving VEC items of T as one 16-byte access when they make exactly 16 bytes, between
-// global memory, registers and shared memory. Callers pass VEC > 1 only for 16-byte
+// memory and registers. Callers pass VEC > 1 only for 16-byte
 // aligned addresses; a single 16-byte item is moved whole only when its type guarantees
 // that alignment.
 #pragma once
@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-
-#include <cuda_pipeline.h>
 
 namespace ppat::detail {
 
@@ -45,25 +43,6 @@ __device__ void store_items(T* to, const T (&items)[VEC]) {
   }
 }
 
-// Copies VEC items to shared memory: asynchronously, holding no registers, when they make
-// one 16-byte access; through registers otherwise. wait_for_staging() completes the copies.
-template <int VEC, class T>
-__device__ void stage_items(const T* from, T* to_shared) {
-  if constexpr (one_access<T, VEC>) {
-    __pipeline_memcpy_async(to_shared, from, 16);
-  } else {
-    T items[VEC];
-    load_items(from, items);
-    store_items(to_shared, items);
-  }
-}
-
-// Waits for this thread's asynchronous copies: after it, the thread sees what they wrote.
-__device__ inline void wait_for_staging() {
-  __pipeline_commit();
-  __pipeline_wait_prior(0);
-}
-
 // WORDS 32-bit words (a multiple of 4) read as WORDS / 4 16-byte accesses from a 16-byte
 // aligned address. Items stay packed in the words until item_in_words() takes one out: an
 // array of small items would spread over a register each.
@@ -93,6 +72,32 @@ __device__ T item_in_words(const unsigned (&words)[WORDS], int j) {
   }
   return item;
 }
+
+// VEC items kept in registers. 1- and 2-byte items that fill whole 16-byte accesses stay
+// packed in 32-bit words, since an array of them would take a register each.
+template <class T, int VEC, bool Packed = (sizeof(T) < 4 && sizeof(T) * VEC % 16 == 0)>
+struct register_items {
+  T items[VEC];
+
+  __device__ void load(const T* from) { load_items(from, items); }
+  __device__ void assign(const T (&from)[VEC]) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      items[j] = from[j];
+  }
+  __device__ T operator[](int j) const {
+    return items[j];
+  }
+};
+
+template <class T, int VEC>
+struct register_items<T, VEC, true> {
+  unsigned words[sizeof(T) * VEC / 4];
+
+  __device__ void load(const T* from) { load_words(from, words); }
+  __device__ void assign(const T (&from)[VEC]) { std::memcpy(words, from, sizeof(words)); }
+  __device__ T operator[](int j) const { return item_in_words<T>(words, j); }
+};
 
 inline bool aligned_to(const void* pointer, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
