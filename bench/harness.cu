@@ -1,5 +1,7 @@
 #include "harness.hpp"
 
+#include <ppat/core/memory.cuh>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,6 +135,11 @@ session::session(options opts, device_facts device)
 session::~session() {
   (void)cudaEventDestroy(start_);
   (void)cudaEventDestroy(stop_);
+  try {
+    ppat::release_stream_memory(stream_);
+  } catch (const std::exception&) {
+    // A failing CUDA call has already been reported by the case that made it.
+  }
   (void)cudaStreamDestroy(stream_);
 }
 

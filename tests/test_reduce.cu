@@ -153,6 +153,7 @@ TEST(reduce, stream_and_graph_capture) {
   }
   PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
   PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();
 }

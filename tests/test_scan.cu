@@ -312,8 +312,22 @@ void check_heavy_items(std::size_t n) {
   heavy_map<ExtraWords> init{3u, 5u, {}};
   for (int w = 0; w < ExtraWords; ++w)
     init.extra[w] = 7u * w;
-  for (kind k : kinds)
-    check_scan(rung::single_pass, k, in, init, compose_heavy{});
+  // Called directly, not through run_scan: the textbook rungs hold 1024 items in shared
+  // memory, which items this large overflow.
+  device_buffer<heavy_map<ExtraWords>> input(in, /*guard=*/64), output(n, /*guard=*/64);
+  for (kind k : kinds) {
+    SCOPED_TRACE(std::string(name(k)) + " " + std::to_string(sizeof(init)) +
+                 "-byte items, n=" + std::to_string(n));
+    output.poison();
+    if (k == kind::inclusive)
+      ppat::inclusive_scan(input.data(), output.data(), n, compose_heavy{});
+    else
+      ppat::exclusive_scan(input.data(), output.data(), n, init, compose_heavy{});
+    ppat_test::expect_no_cuda_error();
+    EXPECT_EQ(ppat_test::first_mismatch(output.download(), reference(k, in, init, compose_heavy{})),
+              -1);
+    EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside the buffer";
+  }
 }
 
 TEST(single_pass_scan, large_items_keep_fewer_lookback_windows) {
@@ -324,6 +338,52 @@ TEST(single_pass_scan, large_items_keep_fewer_lookback_windows) {
     check_heavy_items<10>(n);
     check_heavy_items<32>(n);
   }
+}
+
+// Scans and reductions reuse the memory ppat keeps with a stream, call after call, with
+// flags of 8- and 16-byte words: sizes that grow and shrink, two streams at once, and a
+// stream whose memory was released.
+TEST(single_pass_scan, stream_memory_is_reused_across_calls) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  cudaStream_t streams[2];
+  for (cudaStream_t& stream : streams)
+    PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const affine init{3u, 5u, 0u};
+  int call = 0;
+  for (std::size_t n : {std::size_t{3000017}, std::size_t{1000}, std::size_t{5000011},
+                        std::size_t{70001}, std::size_t{1}}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const cudaStream_t first = streams[call % 2], second = streams[(call + 1) % 2];
+    ++call;
+    const auto numbers = ppat_test::random_integers<int>(n, -1000, 1000);
+    const auto maps = ppat_test::random_affine_maps(n);
+    device_buffer<int> numbers_in(numbers), numbers_out(n), sum(1);
+    device_buffer<affine> maps_in(maps), maps_out(n);
+    numbers_out.poison();
+    maps_out.poison();
+    sum.poison();
+    ppat::inclusive_scan(numbers_in.data(), numbers_out.data(), n, ppat::plus{}, first);
+    ppat::exclusive_scan(maps_in.data(), maps_out.data(), n, init, then{}, second);
+    ppat::reduce(numbers_in.data(), sum.data(), n, 11, ppat::plus{}, first);
+    for (cudaStream_t stream : streams)
+      PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    ppat_test::expect_no_cuda_error();
+    EXPECT_EQ(ppat_test::first_mismatch(numbers_out.download(),
+                                        ppat_reference::inclusive_scan(numbers, ppat::plus{})),
+              -1);
+    EXPECT_EQ(ppat_test::first_mismatch(maps_out.download(),
+                                        ppat_reference::exclusive_scan(maps, init, then{})),
+              -1);
+    EXPECT_EQ(sum.download()[0], ppat_reference::reduce(numbers, 11, ppat::plus{}));
+  }
+  for (cudaStream_t stream : streams) {
+    ppat::release_stream_memory(stream);
+    PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  }
+  ppat::release_stream_memory();
+  check_scan(rung::single_pass, kind::inclusive,
+             ppat_test::random_integers<int>(1000003, -1000, 1000), 0, ppat::plus{});
 }
 
 // Buffers that are not 16-byte aligned take the element-wise path; results are the same.
@@ -428,6 +488,7 @@ TEST(textbook_scan, runs_on_a_non_default_stream) {
               -1)
         << name(r);
   }
+  ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();
 }
@@ -463,6 +524,7 @@ TEST(textbook_scan, captures_into_a_cuda_graph) {
     PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
     PPAT_CUDA_OK(cudaGraphDestroy(graph));
   }
+  ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();
 }

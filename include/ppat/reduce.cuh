@@ -3,9 +3,9 @@
 //   ppat::reduce(in, out, n, init, op, stream)   *out = init op in[0] op ... op in[n-1]
 //
 // Any associative `op`, commutative or not; any trivially copyable T. Blocks reduce
-// contiguous runs of tiles, read with 16-byte accesses, into one value each; one more
-// block combines those in order with `init`. Small inputs take one block and one launch,
-// with no temporary memory.
+// contiguous runs of tiles, read with 16-byte accesses, into one value each; the last block
+// to finish combines those in order with `init`, in the same launch. Small inputs take one
+// block of 1024 threads.
 // The split depends only on n and the GPU, so floating-point results are the same bits
 // on every run.
 //
@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "core/arguments.cuh"
+#include "core/atomic.cuh"
 #include "core/device.cuh"
 #include "core/error.cuh"
 #include "core/launch.cuh"
@@ -68,8 +69,8 @@ struct reduce_tile_shape {
 };
 
 // The H200's shape: 128 bytes a thread in flight, 4 blocks of 256 threads an SM. Small
-// inputs take one block of 1024 threads, which keeps 128 KB in flight: below about 2^17
-// 4-byte items, that finishes sooner than a second launch would start.
+// inputs, up to 2^17 4-byte items, take one block of 1024 threads, which keeps 128 KB in
+// flight and needs no memory for block results.
 template <class T, int Vec, int Threads = 256>
 using reduce_tuning =
     reduce_tile_shape<Threads, Vec, std::clamp(int(128 / (sizeof(T) * Vec)), 1, 16)>;
@@ -79,9 +80,11 @@ constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
 template <class Shape, class SmallShape, class T, class Op>
 void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
                    const char* function);
+template <class T>
+struct block_results;
 template <class Shape, bool Commutative, class T, class Op>
-__global__ void reduce_tiles_kernel(const T* in, std::size_t n, T* block_results, T* out, T init,
-                                    Op op);
+__global__ void reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out,
+                                    T init, Op op);
 
 template <class T, class Op>
 void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
@@ -98,13 +101,26 @@ void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stre
   }
 }
 
+// Each block's result, and a ticket counter that tells the last block to finish: a
+// stream_scratch of its own.
+template <class T>
+struct block_results {
+  static constexpr std::size_t values_offset = alignof(T) > 16 ? alignof(T) : 16;
+  unsigned char* memory;
+  unsigned ticket_base;
+
+  static std::size_t bytes_for(unsigned blocks) { return values_offset + blocks * sizeof(T); }
+  __device__ unsigned* tickets() const { return reinterpret_cast<unsigned*>(memory); }
+  __device__ T* values() const { return reinterpret_cast<T*>(memory + values_offset); }
+};
+
 template <class Shape, class SmallShape, class T, class Op>
 void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
                    const char* function) {
   constexpr bool reorder = commutative<T, Op>;
   if (n <= std::size_t(reduce_single_block_tiles) * SmallShape::tile_items) {
     reduce_tiles_kernel<SmallShape, reorder>
-        <<<1, SmallShape::threads, 0, stream>>>(in, n, static_cast<T*>(nullptr), out, init, op);
+        <<<1, SmallShape::threads, 0, stream>>>(in, n, block_results<T>{}, out, init, op);
     check_launch(function, "reduce_tiles_kernel");
     return;
   }
@@ -112,25 +128,26 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream
   const auto& limits = limits_of(stream, function);
   const unsigned blocks =
       unsigned(std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm));
-  temporary_buffer<T> block_results(blocks, stream, function);
-  reduce_tiles_kernel<Shape, reorder>
-      <<<blocks, Shape::threads, 0, stream>>>(in, n, block_results.data(), out, init, op);
+  stream_scratch memory(block_results<T>::bytes_for(blocks), reduce_block_results, blocks, stream,
+                        function);
+  reduce_tiles_kernel<Shape, reorder><<<blocks, Shape::threads, 0, stream>>>(
+      in, n, block_results<T>{memory.data(), memory.ticket_base()}, out, init, op);
   check_launch(function, "reduce_tiles_kernel");
-  reduce_tiles_kernel<Shape, false><<<1, Shape::threads, 0, stream>>>(
-      block_results.data(), blocks, static_cast<T*>(nullptr), out, init, op);
-  check_launch(function, "reduce_tiles_kernel");
-  block_results.release();
+  memory.release();
 }
 
 // Block b reduces tiles [tiles * b / grid, tiles * (b + 1) / grid): a contiguous run, and at
 // least one tile since grid <= tiles. One block writes init op (its result) to `out`;
-// several write one result each to `block_results`.
+// several write one result each to `results`, and the last of them writes init op (the
+// results in order).
 template <class Shape, bool Commutative, class T, class Op>
 __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : reduce_blocks_per_sm)
-    reduce_tiles_kernel(const T* in, std::size_t n, T* block_results, T* out, T init, Op op) {
+    reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out, T init,
+                        Op op) {
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
   __shared__ uninitialized_array<partial<T>, Shape::warps> warp_results;
+  __shared__ bool is_last;
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
@@ -183,9 +200,24 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
       if (gridDim.x == 1) {
         *out = block_result.valid ? op(init, block_result.value) : init;
       } else {
-        block_results[blockIdx.x] = block_result.value;
+        results.values()[blockIdx.x] = block_result.value;
+        is_last = last_to_finish(results.tickets(), results.ticket_base, gridDim.x);
       }
     }
+  }
+  if (gridDim.x == 1) return;
+  __syncthreads();
+  if (!is_last) return;
+  // Every block's result is in: warp 0 combines them, 32 at a time, in order.
+  if (warp == 0) {
+    partial<T> total{init, true};
+    for (unsigned first = 0; first < gridDim.x; first += 32) {
+      const unsigned b = first + unsigned(lane);
+      const partial<T> result{b < gridDim.x ? load_published(&results.values()[b]) : T{},
+                              b < gridDim.x};
+      total = then(total, warp_reduce(result, op), op);
+    }
+    if (lane == 0) *out = total.value;
   }
 }
 

@@ -79,6 +79,7 @@ namespace detail {
 template <bool Exclusive, class T, class Op, int Vec>
 struct plain_source {
   using item = T;
+  using held = register_items<T, Vec>;
   using combiner = Op;
   using result_type = T;
   static constexpr int vec = Vec;
@@ -86,7 +87,7 @@ struct plain_source {
   T* out;
   Op op;
 
-  __device__ void load(std::size_t first, register_items<T, Vec>& to) const { to.load(in + first); }
+  __device__ void load(std::size_t first, held& to) const { to.load(in + first); }
   __device__ T load_one(std::size_t i) const { return in[i]; }
   // An exclusive scan always has a prefix: `start` at the very least.
   __device__ static T result(const partial<T>& before, const T& through) {
@@ -127,25 +128,41 @@ struct by_key_source {
   using combiner = segmented_op<Op>;
   using result_type = T;
   static constexpr int vec = Vec;
+  // Vec values as loaded, and which of them start a segment, a bit each: fewer registers
+  // than Vec (value, count) pairs.
+  struct held {
+    register_items<T, Vec> values;
+    unsigned starts;
+
+    __device__ item operator[](int j) const { return {values[j], (starts >> j) & 1u}; }
+    __device__ void assign(const item (&items)[Vec]) {
+      T v[Vec];
+      starts = 0;
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) {
+        v[j] = items[j].value;
+        starts |= (items[j].starts != 0 ? 1u : 0u) << j;
+      }
+      values.assign(v);
+    }
+  };
   const K* keys;
   const T* in;
   T* out;
   T init;
   combiner op;
 
-  __device__ void load(std::size_t first, register_items<item, Vec>& to) const {
-    item items[Vec];
+  __device__ void load(std::size_t first, held& to) const {
     K k[Vec];
-    T v[Vec];
     load_items(keys + first, k);
-    load_items(in + first, v);
+    to.values.load(in + first);
     K previous = first > 0 ? keys[first - 1] : K{};
+    to.starts = 0;
 #pragma unroll
     for (int j = 0; j < Vec; ++j) {
-      items[j] = {v[j], (first == 0 && j == 0) || !(k[j] == previous) ? 1u : 0u};
+      to.starts |= ((first == 0 && j == 0) || !(k[j] == previous) ? 1u : 0u) << j;
       previous = k[j];
     }
-    to.assign(items);
   }
   __device__ item load_one(std::size_t i) const {
     return {in[i], i == 0 || !(keys[i] == keys[i - 1]) ? 1u : 0u};
@@ -182,18 +199,22 @@ struct scan_tile_shape {
 };
 
 // The H200's shape for `Item`s read `vec` at a time: 256 threads holding up to 128 bytes of
-// items each, in as many registers as lets enough tiles share an SM. Measured at 2^28 i32
-// with the look-back of core/lookback.cuh: 24 items a thread at 4 and 5 tiles an SM reach
-// 89% and 92% of copy, 32 items at 4 tiles 94%; the same tiles staged in shared memory
-// instead, 81-85%. Other sizes get 96 bytes: 8-byte items fit 64 registers with them (with
-// 128 bytes they spill), packed 1- and 2-byte items need 80 (3 tiles an SM); larger items
-// get 2 tiles an SM.
+// items each, in as many registers as lets enough tiles share an SM. Measured at 2^28 with
+// the look-back of core/lookback.cuh:
+//   - i32: 24 items a thread at 4 and 5 tiles an SM reach 89% and 92% of copy, 32 items at
+//     4 tiles 94%; the same tiles staged in shared memory instead, 81-85%;
+//   - i64: 12 to 24 items a thread at 2 to 4 tiles an SM, 85-86%; 8 items at 6 tiles, 50%;
+//   - u8 and i16 (packed four and two to a register): 96 bytes a thread at 3 tiles an SM,
+//     72% and 80%; 64 bytes at 4 tiles, 63% and 72%;
+//   - by key, i32 keys and f32 values: 96 bytes of values a thread at 4 tiles an SM, 85%
+//     (a few bytes spill); 64 bytes, 62%; 48 bytes, 57%.
+// Items loaded one at a time are scanned across the warp one by one, so they get fewer rows.
 template <class Item>
 constexpr int scan_bytes_per_thread = sizeof(Item) == 4 ? 128 : 96;
-template <class Item, int Vec>
+template <class Item, int Vec, int BytesPerThread = scan_bytes_per_thread<Item>>
 using scan_tuning =
     scan_tile_shape<256, Vec,
-                    std::clamp(int(scan_bytes_per_thread<Item> / (sizeof(Item) * Vec)), 1, 16),
+                    std::clamp(int(BytesPerThread / (sizeof(Item) * Vec)), 1, Vec == 1 ? 8 : 16),
                     sizeof(Item) < 4    ? 3
                     : sizeof(Item) <= 8 ? 4
                                         : 2>;
@@ -240,11 +261,11 @@ void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op o
   const partial<segmented<T>> start{{init, 0u}, false};
   const segmented_op<Op> combiner{op};
   if (vec != 1 && aligned_to(in, 16) && aligned_to(out, 16) && keys_vectorizable) {
-    launch_single_pass_scan<scan_tuning<segmented<T>, vec>>(
+    launch_single_pass_scan<scan_tuning<T, vec, 96>>(
         by_key_source<Exclusive, K, T, Op, vec>{keys, in, out, init, combiner}, n, start, stream,
         function);
   } else {
-    launch_single_pass_scan<scan_tuning<segmented<T>, 1>>(
+    launch_single_pass_scan<scan_tuning<T, 1, 96>>(
         by_key_source<Exclusive, K, T, Op, 1>{keys, in, out, init, combiner}, n, start, stream,
         function);
   }
@@ -259,17 +280,20 @@ void launch_single_pass_scan(const Source& source, std::size_t n,
   require(tiles <= std::size_t(std::numeric_limits<int>::max()), function, "n",
           "needs more tiles than one grid can launch");
   const lookback_layout layout = plan_lookback<item>(tiles);
-  temporary_buffer<unsigned char> memory(layout.total_bytes, stream, function);
-  check_cuda(cudaMemsetAsync(memory.data(), 0, layout.control_bytes, stream), function,
-             "cudaMemsetAsync");
+  stream_scratch flags(layout.flag_bytes, lookback_purpose<item>, unsigned(tiles), stream,
+                       function);
+  temporary_buffer<item> values(layout.values, stream, function);
   // The look-back keeps a window of 32 items, and the warps' prefixes, in static shared
   // memory, within the 48 KB a launch gets without opting in.
   static_assert((32 + Shape::warps) * sizeof(partial<item>) <= 47 * 1024,
                 "ppat scans take items of up to 1.2 KB");
   single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, 0, stream>>>(
-      source, n, lookback_view<item>(memory.data(), layout), start);
+      source, n,
+      lookback_view<item>(flags.data(), flags.epoch(), flags.ticket_base(), values.data(), layout),
+      start);
   check_launch(function, "single_pass_scan_kernel");
-  memory.release();
+  values.release();
+  flags.release();
 }
 
 template <class Shape, class Source>
@@ -283,7 +307,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   const typename Source::combiner op = source.op;
   __shared__ unsigned tile_slot;
   __shared__ uninitialized_array<partial<item>, Shape::warps> warp_prefixes;
-  if (threadIdx.x == 0) tile_slot = atomicAdd(state.tile_counter, 1u);
+  if (threadIdx.x == 0) tile_slot = next_tile(state);
   __syncthreads();
   const unsigned tile = tile_slot;
   const int warp = int(threadIdx.x / 32);
@@ -296,7 +320,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // The tile waits out the look-back in registers, all of its loads issued at once. The
   // partial last tile pads with copies of its last item, whose results are never stored
   // (and no later tile needs its aggregate).
-  register_items<item, vec> tile_vectors[rows];
+  typename Source::held tile_vectors[rows];
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
     if (full_tile) {

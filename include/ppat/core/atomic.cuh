@@ -4,8 +4,14 @@
 // as unsigned long long bits). shared_add and shared_fetch_add: additions to shared memory
 // at a 32-bit shared-window address, which a kernel computes once per thread and offsets,
 // where a generic pointer would be converted again at every addition.
+//
+// Also what blocks use to hand each other values: device-scope atomic references, and
+// reads that bypass L1.
 #pragma once
 
+#include <cuda/atomic>
+
+#include <cstring>
 #include <type_traits>
 
 namespace ppat::detail {
@@ -43,6 +49,30 @@ __device__ inline unsigned shared_fetch_add(unsigned address, unsigned value) {
                : "r"(address), "r"(value)
                : "memory");
   return old;
+}
+
+template <class Word>
+using device_atomic = cuda::atomic_ref<Word, cuda::thread_scope_device>;
+
+// A value another block published: read from L2, never from a line this SM's L1 may hold
+// from before the value was written.
+template <class T>
+__device__ T load_published(const T* from) {
+  T value;
+  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+    unsigned words[sizeof(T) / 4];
+    for (unsigned w = 0; w < sizeof(T) / 4; ++w) {
+      words[w] = __ldcg(reinterpret_cast<const unsigned*>(from) + w);
+    }
+    std::memcpy(&value, words, sizeof(T));
+  } else {
+    unsigned char bytes[sizeof(T)];
+    for (unsigned b = 0; b < sizeof(T); ++b) {
+      bytes[b] = __ldcg(reinterpret_cast<const unsigned char*>(from) + b);
+    }
+    std::memcpy(&value, bytes, sizeof(T));
+  }
+  return value;
 }
 
 }  // namespace ppat::detail

@@ -23,17 +23,20 @@
 // is read while its tile moves from one to the other.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
-// were handed out earlier, to blocks already running, so the waits always end.
+// were handed out earlier, to blocks already running, so the waits always end. The counter
+// and the status words live in a stream_scratch (core/memory.cuh), kept with the stream:
+// statuses carry the call's epoch and the counter counts on from the tickets earlier calls
+// took, so a scan needs no memset.
 #pragma once
-
-#include <cuda/atomic>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "atomic.cuh"
 #include "launch.cuh"
+#include "memory.cuh"
 #include "partial.cuh"
 #include "shared_storage.cuh"
 #include "warp.cuh"
@@ -59,23 +62,22 @@ struct alignas(8 * Words) packed_word {
   std::uint64_t part[Words];
 };
 
-// One slot per tile. Zeroed control memory means "nothing published".
+// One slot per tile. A status of another call's epoch, or zeroed memory, means nothing
+// published.
 template <class T, bool Packed = packs_with_status<T>>
 struct tile_slots;
 
 template <class T>
 struct tile_slots<T, true> {
   using word = packed_word<packed_words<T>>;
-  static constexpr std::size_t control_bytes = sizeof(word);
-  static constexpr std::size_t value_bytes = 0;
+  static constexpr std::size_t status_bytes = sizeof(word);
   word* words;
 };
 
-// A status word (control memory), and the aggregate and the inclusive prefix beside it.
+// A status word, and the aggregate and the inclusive prefix in arrays of their own.
 template <class T>
 struct tile_slots<T, false> {
-  static constexpr std::size_t control_bytes = sizeof(unsigned);
-  static constexpr std::size_t value_bytes = 2 * sizeof(T);
+  static constexpr std::size_t status_bytes = sizeof(unsigned);
   unsigned* status;
   T* aggregates;
   T* inclusives;
@@ -83,53 +85,65 @@ struct tile_slots<T, false> {
 
 template <class T>
 struct lookback_state {
-  unsigned* tile_counter;  // next tile id to hand out
+  unsigned* tile_counter;  // tickets for tile ids, counting across calls from ticket_base
+  unsigned ticket_base;
+  unsigned epoch;  // this call's, which tags every status it publishes
   tile_slots<T> slots;
 };
 
-// The temporary memory of a look-back over `tiles` tiles: control memory that must be
-// zeroed before each launch, then values that need no initialization.
+// A look-back over `tiles` tiles: the tile counter and the status words in a stream_scratch
+// of their own layout (`lookback_purpose`), values too large to pack in temporary memory.
 struct lookback_layout {
   std::size_t tiles;
-  std::size_t control_bytes;
-  std::size_t values_offset;
-  std::size_t total_bytes;
+  std::size_t flag_bytes;
+  std::size_t values;  // of T
 };
 
 // The tile counter takes the first 16 bytes, so that packed words stay aligned.
 constexpr std::size_t lookback_counter_bytes = 16;
 
 template <class T>
+constexpr scratch_purpose lookback_purpose = packed_words<T> == 1   ? lookback_8_byte_words
+                                             : packed_words<T> == 2 ? lookback_16_byte_words
+                                                                    : lookback_status_words;
+
+template <class T>
 lookback_layout plan_lookback(std::size_t tiles) {
-  constexpr std::size_t value_alignment = alignof(T) > 16 ? alignof(T) : 16;
-  lookback_layout layout{};
-  layout.tiles = tiles;
-  layout.control_bytes = lookback_counter_bytes + tiles * tile_slots<T>::control_bytes;
-  layout.values_offset = ceil_div(layout.control_bytes, value_alignment) * value_alignment;
-  layout.total_bytes = layout.values_offset + tiles * tile_slots<T>::value_bytes;
-  return layout;
+  return {tiles, lookback_counter_bytes + tiles * tile_slots<T>::status_bytes,
+          packs_with_status<T> ? 0 : 2 * tiles};
 }
 
 template <class T>
-lookback_state<T> lookback_view(void* memory, const lookback_layout& layout) {
-  unsigned char* bytes = static_cast<unsigned char*>(memory);
-  unsigned char* control = bytes + lookback_counter_bytes;
-  lookback_state<T> state{static_cast<unsigned*>(memory), {}};
+lookback_state<T> lookback_view(unsigned char* flags, unsigned epoch, unsigned ticket_base,
+                                T* values, const lookback_layout& layout) {
+  unsigned char* slots = flags + lookback_counter_bytes;
+  lookback_state<T> state{reinterpret_cast<unsigned*>(flags), ticket_base, epoch, {}};
   if constexpr (packs_with_status<T>) {
-    state.slots = {reinterpret_cast<typename tile_slots<T>::word*>(control)};
+    state.slots = {reinterpret_cast<typename tile_slots<T>::word*>(slots)};
   } else {
-    T* values = reinterpret_cast<T*>(bytes + layout.values_offset);
-    state.slots = {reinterpret_cast<unsigned*>(control), values, values + layout.tiles};
+    state.slots = {reinterpret_cast<unsigned*>(slots), values, values + layout.tiles};
   }
   return state;
 }
 
-template <class Word>
-using device_atomic = cuda::atomic_ref<Word, cuda::thread_scope_device>;
+// Called by one thread of each block: the block's tile id.
+template <class T>
+__device__ unsigned next_tile(const lookback_state<T>& state) {
+  return atomicAdd(state.tile_counter, 1u) - state.ticket_base;
+}
+
+// A status word's first 32 bits: the epoch above the status. Words of earlier calls (or
+// zeroed memory) hold other epochs and read as nothing published.
+__device__ inline std::uint32_t status_bits(tile_status status, unsigned epoch) {
+  return epoch << 2 | status;
+}
+__device__ inline tile_status status_in(std::uint32_t bits, unsigned epoch) {
+  return bits >> 2 == epoch ? tile_status(bits & 3u) : status_none;
+}
 
 // A value's bits in 32-bit pieces, after a first piece that holds the status.
 template <class T>
-__device__ typename tile_slots<T>::word packed_with_status(tile_status status, const T& value) {
+__device__ typename tile_slots<T>::word packed_with_status(std::uint32_t status, const T& value) {
   constexpr int words = packed_words<T>;
   std::uint32_t pieces[2 * words] = {status};
   std::memcpy(&pieces[1], &value, sizeof(T));
@@ -176,44 +190,33 @@ __device__ void exchange_word(packed_word<Words>* to, const packed_word<Words>& 
   if constexpr (Words == 1) {
     device_atomic<std::uint64_t>(to->part[0]).exchange(word.part[0], cuda::memory_order_relaxed);
   } else {
+#if __CUDA_ARCH__ >= 900
     asm volatile(
         "{\n\t.reg .b128 w, old;\n\tmov.b128 w, {%1, %2};\n\t"
         "atom.relaxed.gpu.global.exch.b128 old, [%0], w;\n\t}" ::"l"(to),
         "l"(word.part[0]), "l"(word.part[1])
         : "memory");
+#else
+    // No 128-bit atomics before sm_90: a single-copy-atomic 128-bit store.
+    asm volatile(
+        "{\n\t.reg .b128 w;\n\tmov.b128 w, {%1, %2};\n\tst.relaxed.gpu.global.b128 [%0], w;\n\t}" ::
+            "l"(to),
+        "l"(word.part[0]), "l"(word.part[1])
+        : "memory");
+#endif
   }
 }
 
 template <class T>
-__device__ void publish(const tile_slots<T>& slots, unsigned tile, tile_status status,
+__device__ void publish(const lookback_state<T>& state, unsigned tile, tile_status status,
                         const T& value) {
+  const std::uint32_t bits = status_bits(status, state.epoch);
   if constexpr (packs_with_status<T>) {
-    exchange_word(&slots.words[tile], packed_with_status(status, value));
+    exchange_word(&state.slots.words[tile], packed_with_status(bits, value));
   } else {
-    (status == status_inclusive ? slots.inclusives : slots.aggregates)[tile] = value;
-    device_atomic<unsigned>(slots.status[tile]).exchange(status, cuda::memory_order_release);
+    (status == status_inclusive ? state.slots.inclusives : state.slots.aggregates)[tile] = value;
+    device_atomic<unsigned>(state.slots.status[tile]).exchange(bits, cuda::memory_order_release);
   }
-}
-
-// A value another block published: read from L2, never from a line this SM's L1 may hold
-// from before the value was written.
-template <class T>
-__device__ T load_published(const T* from) {
-  T value;
-  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
-    unsigned words[sizeof(T) / 4];
-    for (unsigned w = 0; w < sizeof(T) / 4; ++w) {
-      words[w] = __ldcg(reinterpret_cast<const unsigned*>(from) + w);
-    }
-    std::memcpy(&value, words, sizeof(T));
-  } else {
-    unsigned char bytes[sizeof(T)];
-    for (unsigned b = 0; b < sizeof(T); ++b) {
-      bytes[b] = __ldcg(reinterpret_cast<const unsigned char*>(from) + b);
-    }
-    std::memcpy(&value, bytes, sizeof(T));
-  }
-  return value;
 }
 
 // One lane's read of one tile's slot: its status, and once published, its value.
@@ -224,17 +227,18 @@ struct slot_read {
 };
 
 template <class T>
-__device__ slot_read<T> read_slot(const tile_slots<T>& slots, unsigned tile) {
+__device__ slot_read<T> read_slot(const lookback_state<T>& state, unsigned tile) {
   if constexpr (packs_with_status<T>) {
-    const auto word = load_word(&slots.words[tile]);
-    return {tile_status(word.part[0] & 3u), unpacked<T>(word)};
+    const auto word = load_word(&state.slots.words[tile]);
+    return {status_in(std::uint32_t(word.part[0]), state.epoch), unpacked<T>(word)};
   } else {
-    const unsigned status =
-        device_atomic<unsigned>(slots.status[tile]).load(cuda::memory_order_acquire);
-    slot_read<T> read{tile_status(status), {}};
+    const tile_status status = status_in(
+        device_atomic<unsigned>(state.slots.status[tile]).load(cuda::memory_order_acquire),
+        state.epoch);
+    slot_read<T> read{status, {}};
     if (status != status_none) {
-      read.value =
-          load_published(&(status == status_inclusive ? slots.inclusives : slots.aggregates)[tile]);
+      read.value = load_published(
+          &(status == status_inclusive ? state.slots.inclusives : state.slots.aggregates)[tile]);
     }
     return read;
   }
@@ -257,17 +261,17 @@ __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned t
   __shared__ uninitialized_array<T, 32 * windows> seen;
   const int lane = lane_id();
   if (tile == 0) {
-    if (lane == 0) publish(state.slots, tile, status_inclusive, after(start, aggregate, op));
+    if (lane == 0) publish(state, tile, status_inclusive, after(start, aggregate, op));
     return start;
   }
-  if (lane == 0) publish(state.slots, tile, status_aggregate, aggregate);
+  if (lane == 0) publish(state, tile, status_aggregate, aggregate);
   int window = 0;
   long long first =
       static_cast<long long>(tile) - 32;  // the window's first tile; tile 0 always in some
   for (;;) {
     const long long mine = first + lane;
     const slot_read<T> read =
-        mine >= 0 ? read_slot(state.slots, unsigned(mine)) : slot_read<T>{status_aggregate, {}};
+        mine >= 0 ? read_slot(state, unsigned(mine)) : slot_read<T>{status_aggregate, {}};
     if (!__all_sync(full_warp, read.status != status_none)) continue;
     T* row = &seen[32 * (windows - 1 - window)];
     row[lane] = read.value;
@@ -281,7 +285,7 @@ __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned t
       for (const T* next = row + newest + 1; next != end; ++next)
         prefix = op(prefix, *next);
       __syncwarp();
-      if (lane == 0) publish(state.slots, tile, status_inclusive, op(prefix, aggregate));
+      if (lane == 0) publish(state, tile, status_inclusive, op(prefix, aggregate));
       return {prefix, true};
     }
     if (window + 1 < windows) {
