@@ -75,6 +75,7 @@ template <class T, int Vec, int Threads = 256>
 using reduce_tuning =
     reduce_tile_shape<Threads, Vec, std::clamp(int(128 / (sizeof(T) * Vec)), 1, 16)>;
 constexpr int reduce_blocks_per_sm = 4;
+constexpr int reduce_result_chunks = 4;       // block results the last block reads a thread
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
 
 template <class Shape, class SmallShape, class T, class Op>
@@ -127,7 +128,8 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
   const auto& limits = limits_of(stream, function);
   const unsigned blocks =
-      unsigned(std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm));
+      unsigned(std::min<std::size_t>({tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm,
+                                      std::size_t(reduce_result_chunks) * Shape::threads}));
   stream_scratch memory(block_results<T>::bytes_for(blocks), reduce_block_results, blocks, stream,
                         function);
   reduce_tiles_kernel<Shape, reorder><<<blocks, Shape::threads, 0, stream>>>(
@@ -208,17 +210,26 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
   if (gridDim.x == 1) return;
   __syncthreads();
   if (!is_last) return;
-  // Every block's result is in: warp 0 combines them, 32 at a time, in order.
-  if (warp == 0) {
-    partial<T> total{init, true};
-    for (unsigned first = 0; first < gridDim.x; first += 32) {
-      const unsigned b = first + unsigned(lane);
-      const partial<T> result{b < gridDim.x ? load_published(&results.values()[b]) : T{},
-                              b < gridDim.x};
-      total = then(total, warp_reduce(result, op), op);
+  // Every block's result is in. The block reads them a block-width at a time, all reads of
+  // a chunk in flight together (a warp reading one row after another waited out one L2
+  // round trip a row: 0.61x CUB at 2^22 i32, against 0.93x this way); each warp combines
+  // its row, then warp 0 the rows, in order.
+  partial<T> total{init, true};
+  for (unsigned first = 0; first < gridDim.x; first += Shape::threads) {
+    const unsigned b = first + threadIdx.x;
+    const partial<T> result{b < gridDim.x ? load_published(&results.values()[b]) : T{},
+                            b < gridDim.x};
+    const partial<T> row = warp_reduce(result, op);
+    __syncthreads();  // the previous chunk's rows have been read
+    if (lane == 0) warp_results[warp] = row;
+    __syncthreads();
+    if (warp == 0) {
+      total = then(
+          total, warp_reduce(lane < Shape::warps ? warp_results[lane] : partial<T>{T{}, false}, op),
+          op);
     }
-    if (lane == 0) *out = total.value;
   }
+  if (threadIdx.x == 0) *out = total.value;
 }
 
 }  // namespace detail
