@@ -75,7 +75,6 @@ template <class T, int Vec, int Threads = 256>
 using reduce_tuning =
     reduce_tile_shape<Threads, Vec, std::clamp(int(128 / (sizeof(T) * Vec)), 1, 16)>;
 constexpr int reduce_blocks_per_sm = 4;
-constexpr int reduce_result_chunks = 4;       // block results the last block reads a thread
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
 
 template <class Shape, class SmallShape, class T, class Op>
@@ -128,8 +127,7 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
   const auto& limits = limits_of(stream, function);
   const unsigned blocks =
-      unsigned(std::min<std::size_t>({tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm,
-                                      std::size_t(reduce_result_chunks) * Shape::threads}));
+      unsigned(std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm));
   stream_scratch memory(block_results<T>::bytes_for(blocks), reduce_block_results, blocks, stream,
                         function);
   reduce_tiles_kernel<Shape, reorder><<<blocks, Shape::threads, 0, stream>>>(

@@ -265,9 +265,9 @@ __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned t
     return start;
   }
   if (lane == 0) publish(state, tile, status_aggregate, aggregate);
+  // The window's first tile, walking back towards tile 0, which is always inclusive.
   int window = 0;
-  long long first =
-      static_cast<long long>(tile) - 32;  // the window's first tile; tile 0 always in some
+  long long first = static_cast<long long>(tile) - 32;
   for (;;) {
     const long long mine = first + lane;
     const slot_read<T> read =

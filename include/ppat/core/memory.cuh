@@ -128,7 +128,7 @@ class stream_scratch {
  public:
   stream_scratch(std::size_t bytes, scratch_purpose purpose, unsigned tickets, cudaStream_t stream,
                  const char* function)
-      : stream_(stream), function_(function), tickets_(tickets) {
+      : tickets_(tickets) {
     const cudaStreamCaptureStatus capture = capture_status(stream, function);
     if (capture == cudaStreamCaptureStatusActive) {
       captured_.emplace(bytes, stream, function);
@@ -144,7 +144,6 @@ class stream_scratch {
     // Epochs take 30 bits of a flag word; before they run out, the memory starts over.
     constexpr unsigned last_epoch = (1u << 30) - 1;
     if (kept_->bytes < bytes || kept_->epoch == last_epoch) {
-      const std::size_t size = std::max<std::size_t>(bytes, kept_->bytes);
       if (kept_->bytes < bytes) {
         void* data = nullptr;
         const std::size_t grown = std::max<std::size_t>(bytes, 2 * kept_->bytes);
@@ -156,7 +155,7 @@ class stream_scratch {
         kept_->data = static_cast<unsigned char*>(data);
         kept_->bytes = grown;
       }
-      check_cuda(cudaMemsetAsync(kept_->data, 0, std::max(size, kept_->bytes), stream), function,
+      check_cuda(cudaMemsetAsync(kept_->data, 0, kept_->bytes, stream), function,
                  "cudaMemsetAsync");
       kept_->epoch = 0;
       kept_->tickets = 0;
@@ -213,8 +212,6 @@ class stream_scratch {
     return *entry;
   }
 
-  cudaStream_t stream_;
-  const char* function_;
   unsigned tickets_;
   std::optional<temporary_buffer<unsigned char>> captured_;
   kept_memory* kept_ = nullptr;
