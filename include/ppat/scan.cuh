@@ -203,21 +203,25 @@ struct scan_tile_shape {
 // the look-back of core/lookback.cuh:
 //   - i32: 24 items a thread at 4 and 5 tiles an SM reach 89% and 92% of copy, 32 items at
 //     4 tiles 94%; the same tiles staged in shared memory instead, 81-85%;
-//   - i64: 12 to 24 items a thread at 2 to 4 tiles an SM, 85-86%; 8 items at 6 tiles, 50%;
+//   - i64: 16 items a thread at 3 tiles an SM, 87.7%; 12 to 24 items at 2 to 4 tiles,
+//     84-86% (16 at 4 tiles spills); 8 items at 6 tiles, 50%;
 //   - u8 and i16 (packed four and two to a register): 96 bytes a thread at 3 tiles an SM,
-//     72% and 80%; 64 bytes at 4 tiles, 63% and 72%;
+//     75% and 82%; u8 at 64 bytes and 4 or 5 tiles, 56-64%, at 128 bytes and 2 tiles, 71%;
 //   - by key, i32 keys and f32 values: 96 bytes of values a thread at 4 tiles an SM, 85%
 //     (a few bytes spill); 64 bytes, 62%; 48 bytes, 57%.
 // Items loaded one at a time are scanned across the warp one by one, so they get fewer rows.
 template <class Item>
-constexpr int scan_bytes_per_thread = sizeof(Item) == 4 ? 128 : 96;
+constexpr int scan_bytes_per_thread = sizeof(Item) == 4 || sizeof(Item) == 8 ? 128 : 96;
+template <class Item, int BytesPerThread>
+constexpr int scan_tiles_per_sm = sizeof(Item) < 4    ? 3
+                                  : sizeof(Item) == 4 ? 4
+                                  : sizeof(Item) <= 8 ? (BytesPerThread > 96 ? 3 : 4)
+                                                      : 2;
 template <class Item, int Vec, int BytesPerThread = scan_bytes_per_thread<Item>>
 using scan_tuning =
     scan_tile_shape<256, Vec,
                     std::clamp(int(BytesPerThread / (sizeof(Item) * Vec)), 1, Vec == 1 ? 8 : 16),
-                    sizeof(Item) < 4    ? 3
-                    : sizeof(Item) <= 8 ? 4
-                                        : 2>;
+                    scan_tiles_per_sm<Item, BytesPerThread>>;
 
 template <class Shape, class Source>
 void launch_single_pass_scan(const Source& source, std::size_t n,
@@ -318,12 +322,14 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   const auto row_first = [&](int r) { return lane_first + r * 32 * vec; };
 
   // The tile waits out the look-back in registers, all of its loads issued at once. The
-  // partial last tile pads with copies of its last item, whose results are never stored
-  // (and no later tile needs its aggregate).
+  // partial last tile still reads whole vectors up to n, then pads with copies of the last
+  // item, whose results are never stored (and no later tile needs its aggregate). Read item
+  // by item, the last tile of a u8 scan took about 3 us longer (2^16 items: 12.1 us a
+  // scan, against 9.4).
   typename Source::held tile_vectors[rows];
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
-    if (full_tile) {
+    if (full_tile || row_first(r) + vec <= n) {
       source.load(row_first(r), tile_vectors[r]);
     } else {
       item padded[vec];
@@ -383,7 +389,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
       results[j] = source.result(before, through.value);
       before = through;
     }
-    if (full_tile) {
+    if (full_tile || row_first(r) + vec <= n) {
       source.store(row_first(r), results);
     } else {
 #pragma unroll
