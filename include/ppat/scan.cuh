@@ -322,14 +322,22 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   const auto row_first = [&](int r) { return lane_first + r * 32 * vec; };
 
   // The tile waits out the look-back in registers, all of its loads issued at once. The
-  // partial last tile still reads whole vectors up to n, then pads with copies of the last
-  // item, whose results are never stored (and no later tile needs its aggregate). Read item
-  // by item, the last tile of a u8 scan took about 3 us longer (2^16 items: 12.1 us a
-  // scan, against 9.4).
+  // partial last tile pads with copies of its last item, whose results are never stored
+  // (and no later tile needs its aggregate).
+  //
+  // With 8 or 16 items a vector (1- and 2-byte items), the partial tile still moves whole
+  // vectors up to n: item by item, the last tile of a u8 scan took about 3 us longer (at
+  // 2^16 items, 12.1 us a scan against 9.4). With fewer, it moves item by item: the extra
+  // branch cost the exclusive scan by key 18% at 2^28 (989 us against 811): it spilled 16
+  // bytes a thread instead of 10.
+  constexpr bool whole_vectors_in_partial_tile = vec >= 8;
+  const auto whole_vector = [&](int r) {
+    return full_tile || (whole_vectors_in_partial_tile && row_first(r) + vec <= n);
+  };
   typename Source::held tile_vectors[rows];
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
-    if (full_tile || row_first(r) + vec <= n) {
+    if (whole_vector(r)) {
       source.load(row_first(r), tile_vectors[r]);
     } else {
       item padded[vec];
@@ -389,7 +397,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
       results[j] = source.result(before, through.value);
       before = through;
     }
-    if (full_tile || row_first(r) + vec <= n) {
+    if (whole_vector(r)) {
       source.store(row_first(r), results);
     } else {
 #pragma unroll
