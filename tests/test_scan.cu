@@ -139,14 +139,19 @@ TEST(textbook_scan, i32_plus_at_every_boundary) {
   }
 }
 
-TEST(textbook_scan, u8_plus_wraps_like_the_host) {
+// 1- and 2-byte items travel packed, 16 and 8 to a vector, and their partial last tile
+// moves whole vectors up to n (type_sizes end mid-vector and mid-tile).
+TEST(textbook_scan, u8_and_i16_plus_wrap_like_the_host) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : type_sizes) {
-    const auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+    const auto bytes = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+    const auto shorts = ppat_test::random_integers<std::int16_t>(n, -32768, 32767);
     for (rung r : rungs) {
-      for (kind k : kinds)
-        check_scan<std::uint8_t>(r, k, in, 7, ppat::plus{});
+      for (kind k : kinds) {
+        check_scan<std::uint8_t>(r, k, bytes, 7, ppat::plus{});
+        check_scan<std::int16_t>(r, k, shorts, -9, ppat::plus{});
+      }
     }
   }
 }
@@ -222,7 +227,7 @@ TEST(textbook_scan, in_place) {
 }
 
 // Thousands of tiles, so look-backs walk many windows, for every tile shape: 16 items a
-// vector (u8, 24576-item tiles), 2 (i64, 3072), and the unvectorized 12-byte struct (2048).
+// vector (u8, 24576-item tiles), 2 (i64, 4096), and the unvectorized 12-byte struct (2048).
 TEST(single_pass_scan, crosses_many_lookback_groups) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
