@@ -227,12 +227,14 @@ TEST(textbook_scan, in_place) {
 }
 
 // Thousands of tiles, so look-backs walk many windows, for every tile shape: 16 items a
-// vector (u8, 24576-item tiles), 2 (i64, 4096), and the unvectorized 12-byte struct (2048).
+// vector (u8, 24576-item tiles), 8 (i16, 12288), 2 (i64, 4096), and the unvectorized 12-byte
+// struct (2048).
 TEST(single_pass_scan, crosses_many_lookback_groups) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 5000003;
   const auto bytes = ppat_test::random_integers<std::uint8_t>(70000007, 0, 255);
+  const auto shorts = ppat_test::random_integers<std::int16_t>(n, -32768, 32767);
   const auto wide = ppat_test::random_integers<std::int64_t>(n, -(1ll << 40), 1ll << 40);
   const auto a = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
   std::vector<affine> maps(n);
@@ -240,8 +242,39 @@ TEST(single_pass_scan, crosses_many_lookback_groups) {
     maps[i] = {a[i] | 1u, a[n - 1 - i], 1u};
   for (kind k : kinds) {
     check_scan<std::uint8_t>(rung::single_pass, k, bytes, 1, ppat::plus{});
+    check_scan<std::int16_t>(rung::single_pass, k, shorts, -1, ppat::plus{});
     check_scan<std::int64_t>(rung::single_pass, k, wide, 5, ppat::plus{});
     check_scan(rung::single_pass, k, maps, affine{7u, 1u, 0u}, then{});
+  }
+}
+
+// 1- and 2-byte items take 4-row tiles while 6-row ones would not fill the GPU once: sizes
+// around the switch, which depends on the device's SM count, and around 4-row tiles.
+TEST(single_pass_scan, u8_and_i16_on_both_sides_of_the_small_input_shape) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  int device = 0, sm_count = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const auto sizes_for = [&](auto item) {
+    using T = decltype(item);
+    constexpr int vec = 16 / sizeof(T);
+    const std::size_t small_tile = ppat::detail::scan_small_input_tuning<vec>::tile_items;
+    const std::size_t last_small =
+        std::size_t(std::max(sm_count - 1, 1)) * ppat::detail::scan_tuning<T, vec>::tile_items;
+    return std::vector<std::size_t>{small_tile - 1, small_tile + 1, 3 * small_tile + 17,
+                                    last_small - 7, last_small,     last_small + 1,
+                                    last_small + 9};
+  };
+  for (std::size_t n : sizes_for(std::uint8_t{})) {
+    const auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+    for (kind k : kinds)
+      check_scan<std::uint8_t>(rung::single_pass, k, in, 3, ppat::plus{});
+  }
+  for (std::size_t n : sizes_for(std::int16_t{})) {
+    const auto in = ppat_test::random_integers<std::int16_t>(n, -32768, 32767);
+    for (kind k : kinds)
+      check_scan<std::int16_t>(rung::single_pass, k, in, -5, ppat::plus{});
   }
 }
 
