@@ -65,6 +65,17 @@ TEST(reduce, types_and_operators) {
   }
 }
 
+// As many blocks as the GPU holds at once (528 on the H200), whose results the last block
+// reads several a thread and must still combine in block order.
+TEST(reduce, many_block_results_combine_in_order) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{3000017}, std::size_t{20000003}}) {
+    if (!ppat_test::fits_item_budget(n)) continue;
+    check_reduce(ppat_test::random_affine_maps(n), affine{7u, 2u, 0u}, ppat_test::then{});
+  }
+}
+
 // A user functor is an operator ppat cannot know to be commutative: combined in order.
 struct bitwise_xor {
   __host__ __device__ std::uint32_t operator()(std::uint32_t a, std::uint32_t b) const {
