@@ -65,14 +65,33 @@ TEST(reduce, types_and_operators) {
   }
 }
 
-// As many blocks as the GPU holds at once (528 on the H200), whose results the last block
-// reads several a thread and must still combine in block order.
-TEST(reduce, many_block_results_combine_in_order) {
+// Affine maps x -> a*x + b over 32-bit wraparound integers in 8 bytes: two to a 16-byte
+// vector, so a non-commutative operator on the vectorized path.
+struct affine_pair {
+  std::uint32_t a, b;
+};
+struct then_pair {
+  __host__ __device__ affine_pair operator()(const affine_pair& f, const affine_pair& g) const {
+    return {g.a * f.a, g.a * f.b + g.b};
+  }
+};
+
+// A non-commutative operator where blocks reduce several tiles each (one block of 2 or 4
+// tiles; 528 blocks, the H200's grid, of 1.4 to 15 tiles), and where the last block reads
+// several block results a thread: everything must still combine in item order.
+TEST(reduce, non_commutative_over_many_tiles_a_block) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
-  for (std::size_t n : {std::size_t{3000017}, std::size_t{20000003}}) {
+  for (std::size_t n :
+       {std::size_t{20000}, std::size_t{50001}, std::size_t{3000017}, std::size_t{20000003}}) {
     if (!ppat_test::fits_item_budget(n)) continue;
     check_reduce(ppat_test::random_affine_maps(n), affine{7u, 2u, 0u}, ppat_test::then{});
+    const auto a = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+    const auto b = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
+    std::vector<affine_pair> pairs(n);
+    for (std::size_t i = 0; i < n; ++i)
+      pairs[i] = {a[i] | 1u, b[i]};
+    check_reduce(pairs, affine_pair{5u, 9u}, then_pair{});
   }
 }
 

@@ -168,10 +168,17 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
   const auto fold_row = [&](const partial<T>& lane_row) {
     folded = then(folded, Commutative ? lane_row : warp_reduce(lane_row, op), op);
   };
-  for (std::size_t tile = first_tile; tile < end_tile; ++tile) {
-    const std::size_t lane_first =
-        tile * Shape::tile_items + std::size_t(warp) * Shape::warp_items + std::size_t(lane) * vec;
-    if (tile * Shape::tile_items + Shape::tile_items <= n) {
+  // The block's run is `run_tiles` x `warps` warp tiles of `warp_items` items. Commutative:
+  // warp w reads the w-th warp tile of each tile, so the block reads a tile at a time.
+  // Otherwise warp w reads the w-th run of `run_tiles` consecutive warp tiles, so that the
+  // warps' results, combined in warp order, combine the items in order.
+  const std::size_t run_tiles = end_tile - first_tile;
+  for (std::size_t k = 0; k < run_tiles; ++k) {
+    const std::size_t warp_tile = Commutative ? (first_tile + k) * Shape::warps + std::size_t(warp)
+                                              : first_tile * Shape::warps + warp * run_tiles + k;
+    const std::size_t warp_first = warp_tile * Shape::warp_items;
+    const std::size_t lane_first = warp_first + std::size_t(lane) * vec;
+    if (warp_first + Shape::warp_items <= n) {
       T items[rows][vec];
 #pragma unroll
       for (int r = 0; r < rows; ++r)
