@@ -173,10 +173,12 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
   // Otherwise warp w reads the w-th run of `run_tiles` consecutive warp tiles, so that the
   // warps' results, combined in warp order, combine the items in order.
   const std::size_t run_tiles = end_tile - first_tile;
-  for (std::size_t k = 0; k < run_tiles; ++k) {
-    const std::size_t warp_tile = Commutative ? (first_tile + k) * Shape::warps + std::size_t(warp)
-                                              : first_tile * Shape::warps + warp * run_tiles + k;
-    const std::size_t warp_first = warp_tile * Shape::warp_items;
+  const std::size_t first_warp_tile =
+      first_tile * Shape::warps + (Commutative ? std::size_t(warp) : warp * run_tiles);
+  const std::size_t stride = (Commutative ? Shape::warps : 1) * std::size_t(Shape::warp_items);
+  const std::size_t run_first = first_warp_tile * Shape::warp_items;
+  for (std::size_t warp_first = run_first; warp_first != run_first + run_tiles * stride;
+       warp_first += stride) {
     const std::size_t lane_first = warp_first + std::size_t(lane) * vec;
     if (warp_first + Shape::warp_items <= n) {
       T items[rows][vec];
@@ -228,8 +230,9 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
   // row, then warp 0 the rows, in order. Every chunk costs one L2 round trip: a warp reading
   // one row after another took 0.61x CUB's time at 2^22 i32 items, against 0.93x with a
   // chunk of a result a thread. With one result a thread, the 528 blocks the H200 runs took
-  // two chunks, and 1.2-1.6 us longer than 512 blocks did, from 2^22 to 2^24 items.
-  constexpr unsigned results_per_thread = 4;
+  // two chunks, and 1.2-1.6 us longer than 512 blocks did, from 2^22 to 2^24 items; with
+  // four a thread, the 8-byte kernels spilled.
+  constexpr unsigned results_per_thread = 2;
   constexpr unsigned chunk = Shape::threads * results_per_thread;
   partial<T> total{init, true};
   for (unsigned first = 0; first < gridDim.x; first += chunk) {
