@@ -5,6 +5,9 @@
 
 #include <cub/device/device_scan.cuh>
 
+#include <functional>
+#include <string>
+
 #include "harness.hpp"
 
 namespace ppat_bench {
@@ -28,9 +31,9 @@ void bench_overhead(session& s) {
         "cub::DeviceScan (size query)");
   device_array<unsigned char> cub_temp(cub_temp_bytes);
 
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  const cudaMemPool_t ppat_pool = ppat::temporary_memory_pool(device);
+  // What ppat's calls on `stream` build first; the pieces below are timed on it.
+  const ppat::detail::call_context call(stream, "bench");
+  const cudaMemPool_t ppat_pool = ppat::temporary_memory_pool(call.device());
 
   const auto launch_empty = [&] {
     empty_kernel<<<1, 32, 0, stream>>>();
@@ -70,17 +73,30 @@ void bench_overhead(session& s) {
                           });
                         },
                         nullptr});
-  // What the temporary memory of a call costs the host once calls follow each other.
-  variant pairs{"ppat temporary_buffer: allocate + release",
-                [&](int) {
-                  for (int i = 0; i < back_to_back; ++i) {
-                    ppat::detail::temporary_buffer<int> buffer(n / 1024, stream, "bench");
-                    buffer.release();
-                  }
-                },
-                nullptr};
-  pairs.calls = back_to_back;
-  c.variants.push_back(pairs);
+  // What each piece of a call's setup costs the host once calls follow each other: a
+  // variant of `back_to_back` calls of it, timed per call.
+  const auto host_cost = [&](const std::string& name, const std::function<void()>& piece) {
+    variant v{name,
+              [piece](int) {
+                for (int i = 0; i < back_to_back; ++i)
+                  piece();
+              },
+              nullptr};
+    v.calls = back_to_back;
+    c.variants.push_back(v);
+  };
+  host_cost("ppat call_context: the stream's device and limits",
+            [&] { const ppat::detail::call_context call(stream, "bench"); });
+  host_cost("ppat require_device_readable: one pointer",
+            [&] { ppat::detail::require_device_readable(in.data(), n, call, "in"); });
+  host_cost("ppat temporary_buffer: allocate + release", [&] {
+    ppat::detail::temporary_buffer<int> buffer(n / 1024, call);
+    buffer.release();
+  });
+  host_cost("ppat stream_scratch: lend + give back", [&] {
+    ppat::detail::stream_scratch scratch(n / 1024, ppat::detail::lookback_8_byte_words, call);
+    scratch.release();
+  });
   c.variants.push_back({"cub::DeviceScan::InclusiveSum i32",
                         [&](int) {
                           std::size_t bytes = cub_temp_bytes;

@@ -51,13 +51,12 @@ struct unweighted {};  // the weight type of a plain count: every sample adds on
 template <int Channels, int Active, class Sample, class Weight, class Binning, class Counter>
 void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
                   const std::array<Counter*, Active>& hist,
-                  const std::array<Binning, Active>& binning, cudaStream_t stream,
-                  const char* function);
+                  const std::array<Binning, Active>& binning, const call_context& call);
 template <int Channels, int Active, class Sample, class Weight, class Counter, class Level>
 void count_even(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
                 const std::array<Counter*, Active>& hist, const std::array<int, Active>& num_bins,
                 const std::array<Level, Active>& lower, const std::array<Level, Active>& upper,
-                cudaStream_t stream, const char* function);
+                const call_context& call);
 
 }  // namespace detail
 
@@ -67,10 +66,11 @@ void histogram_even(const Sample* samples, std::size_t n, Counter* hist, int num
   constexpr const char* function = "ppat::histogram_even";
   detail::require_histogram_buffers(samples, n, hist, num_bins, function);
   detail::require_even_levels(lower, upper, function);
+  const detail::call_context call(stream, function);
+  detail::require_histogram_readable(samples, n, hist, num_bins, call);
   detail::count_even<1, 1>(samples, static_cast<const detail::unweighted*>(nullptr), n,
                            std::array<Counter*, 1>{hist}, std::array<int, 1>{num_bins},
-                           std::array<Level, 1>{lower}, std::array<Level, 1>{upper}, stream,
-                           function);
+                           std::array<Level, 1>{lower}, std::array<Level, 1>{upper}, call);
 }
 
 template <class Sample, class Counter, class Level>
@@ -82,10 +82,13 @@ void histogram_range(const Sample* samples, std::size_t n, Counter* hist, int nu
   detail::require_buffer(levels, num_levels, function, "levels");
   detail::require_disjoint(levels, num_levels, hist, std::size_t(num_bins), function, "levels",
                            "hist");
+  const detail::call_context call(stream, function);
+  detail::require_histogram_readable(samples, n, hist, num_bins, call);
+  detail::require_device_readable(levels, num_levels, call, "levels");
   using binning = detail::range_binning<Sample, Level>;
   detail::count_pixels<1, 1>(samples, static_cast<const detail::unweighted*>(nullptr), n,
                              std::array<Counter*, 1>{hist},
-                             std::array<binning, 1>{binning(num_bins, levels)}, stream, function);
+                             std::array<binning, 1>{binning(num_bins, levels)}, call);
 }
 
 // Pixels of `Channels` interleaved samples; the first `ActiveChannels` channels are counted,
@@ -109,9 +112,13 @@ void multi_histogram_even(const Sample* pixels, std::size_t num_pixels,
                                function, "hist", "hist");
     }
   }
-  detail::count_even<Channels, ActiveChannels>(
-      pixels, static_cast<const detail::unweighted*>(nullptr), num_pixels, hist, num_bins, lower,
-      upper, stream, function);
+  const detail::call_context call(stream, function);
+  detail::require_device_readable(pixels, samples, call, "pixels");
+  for (int c = 0; c < ActiveChannels; ++c)
+    detail::require_device_readable(hist[c], std::size_t(num_bins[c]), call, "hist");
+  detail::count_even<Channels, ActiveChannels>(pixels,
+                                               static_cast<const detail::unweighted*>(nullptr),
+                                               num_pixels, hist, num_bins, lower, upper, call);
 }
 
 // Each sample adds its weight to its bin. Weights and counters are float or double. The
@@ -127,9 +134,12 @@ void histogram_even_weighted(const Sample* samples, const Weight* weights, std::
   detail::require_buffer(weights, n, function, "weights");
   detail::require_disjoint(weights, n, hist, std::size_t(num_bins), function, "weights", "hist");
   detail::require_even_levels(lower, upper, function);
+  const detail::call_context call(stream, function);
+  detail::require_histogram_readable(samples, n, hist, num_bins, call);
+  detail::require_device_readable(weights, n, call, "weights");
   detail::count_even<1, 1>(samples, weights, n, std::array<Counter*, 1>{hist},
                            std::array<int, 1>{num_bins}, std::array<Level, 1>{lower},
-                           std::array<Level, 1>{upper}, stream, function);
+                           std::array<Level, 1>{upper}, call);
 }
 
 namespace detail {
@@ -185,8 +195,7 @@ __device__ void add_packed(const Job& job, unsigned my_copy, unsigned copy_strid
                            int bin, int slot);
 
 template <histogram_tier Tier, class Job>
-void launch_histogram(Job job, std::size_t shared_bytes, const device_limits& limits,
-                      cudaStream_t stream, const char* function);
+void launch_histogram(Job job, std::size_t shared_bytes, const call_context& call);
 
 // The first pixel from which samples (and weights) can be read as 16-byte vectors, or
 // num_pixels when none can.
@@ -207,7 +216,7 @@ template <int Channels, int Active, class Sample, class Weight, class Counter, c
 void count_even(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
                 const std::array<Counter*, Active>& hist, const std::array<int, Active>& num_bins,
                 const std::array<Level, Active>& lower, const std::array<Level, Active>& upper,
-                cudaStream_t stream, const char* function) {
+                const call_context& call) {
   using binning = even_binning<Sample, Level>;
   std::array<binning, Active> even;
   bool unit = true;
@@ -220,26 +229,25 @@ void count_even(const Sample* pixels, const Weight* weights, std::size_t num_pix
       std::array<unit_binning<Sample>, Active> offsets;
       for (int c = 0; c < Active; ++c)
         offsets[c] = unit_binning<Sample>(num_bins[c], unsigned(lower[c]));
-      count_pixels<Channels, Active>(pixels, weights, num_pixels, hist, offsets, stream, function);
+      count_pixels<Channels, Active>(pixels, weights, num_pixels, hist, offsets, call);
       return;
     }
   }
-  count_pixels<Channels, Active>(pixels, weights, num_pixels, hist, even, stream, function);
+  count_pixels<Channels, Active>(pixels, weights, num_pixels, hist, even, call);
 }
 
 template <int Channels, int Active, class Sample, class Weight, class Binning, class Counter>
 void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_pixels,
                   const std::array<Counter*, Active>& hist,
-                  const std::array<Binning, Active>& binning, cudaStream_t stream,
-                  const char* function) {
+                  const std::array<Binning, Active>& binning, const call_context& call) {
   using job_type = histogram_job<Channels, Active, Sample, Weight, Binning, Counter>;
   using shared_counter = typename job_type::shared_counter;
   long long total_slots = 0;
   job_type job{};
   for (int c = 0; c < Active; ++c) {
-    check_cuda(
-        cudaMemsetAsync(hist[c], 0, sizeof(Counter) * std::size_t(binning[c].num_bins()), stream),
-        function, "cudaMemsetAsync");
+    call.check(cudaMemsetAsync(hist[c], 0, sizeof(Counter) * std::size_t(binning[c].num_bins()),
+                               call.stream()),
+               "cudaMemsetAsync");
     job.binning[c] = binning[c];
     job.hist[c] = hist[c];
     job.first_slot[c] = int(std::min<long long>(total_slots, INT32_MAX));
@@ -251,8 +259,7 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
   job.num_pixels = num_pixels;
   job.total_slots = int(std::min<long long>(total_slots, INT32_MAX));
 
-  const auto& limits = limits_of(stream, function);
-  const long long block_bytes = limits.shared_bytes_per_block_optin;
+  const long long block_bytes = call.limits().shared_bytes_per_block_optin;
   const long long counter_bytes = sizeof(shared_counter);
   if (total_slots * counter_bytes <= block_bytes) {
     int copies_log2 = 0;
@@ -261,34 +268,32 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
       ++copies_log2;
     job.copies_log2 = copies_log2;
     const std::size_t bytes = std::size_t(total_slots << copies_log2) * counter_bytes;
-    launch_histogram<histogram_tier::shared>(job, bytes, limits, stream, function);
+    launch_histogram<histogram_tier::shared>(job, bytes, call);
     return;
   }
   if constexpr (!job_type::weighted) {
     const long long packed_words = (total_slots + 1) / 2;
     if (packed_words * 4 <= block_bytes) {
       job.copies_log2 = 0;
-      launch_histogram<histogram_tier::packed>(job, std::size_t(packed_words) * 4, limits, stream,
-                                               function);
+      launch_histogram<histogram_tier::packed>(job, std::size_t(packed_words) * 4, call);
       return;
     }
   }
-  launch_histogram<histogram_tier::global>(job, 0, limits, stream, function);
+  launch_histogram<histogram_tier::global>(job, 0, call);
 }
 
 // Launches as many blocks as fit on the GPU at once, each reading a block-strided share of
 // the chunks. Launches split the pixels so that no block counts more than 2^31 samples into
 // its 32-bit counters.
 template <histogram_tier Tier, class Job>
-void launch_histogram(Job job, std::size_t shared_bytes, const device_limits& limits,
-                      cudaStream_t stream, const char* function) {
+void launch_histogram(Job job, std::size_t shared_bytes, const call_context& call) {
   constexpr int threads = histogram_threads;
   const auto kernel = histogram_kernel<Tier, Job>;
-  allow_dynamic_shared_bytes(kernel, shared_bytes, function);
+  allow_dynamic_shared_bytes(kernel, shared_bytes, call);
   int per_sm = 0;
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
-             function, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const std::size_t resident_blocks = std::size_t(std::max(per_sm, 1)) * limits.sm_count;
+  call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const std::size_t resident_blocks = std::size_t(std::max(per_sm, 1)) * call.limits().sm_count;
   const std::size_t launch_pixels =
       Tier == histogram_tier::global
           ? SIZE_MAX
@@ -309,8 +314,8 @@ void launch_histogram(Job job, std::size_t shared_bytes, const device_limits& li
     const std::size_t wanted = std::max(
         {ceil_div(job.chunks, step_chunks), ceil_div(loose_pixels, threads), std::size_t(1)});
     const unsigned blocks = unsigned(std::min(wanted, resident_blocks));
-    kernel<<<blocks, threads, shared_bytes, stream>>>(job);
-    check_launch(function, "histogram_kernel");
+    kernel<<<blocks, threads, shared_bytes, call.stream()>>>(job);
+    check_launch(call.function(), "histogram_kernel");
   }
 }
 

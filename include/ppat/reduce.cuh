@@ -3,11 +3,11 @@
 //   ppat::reduce(in, out, n, init, op, stream)   *out = init op in[0] op ... op in[n-1]
 //
 // Any associative `op`, commutative or not; any trivially copyable T. Blocks reduce
-// contiguous runs of tiles, read with 16-byte accesses, into one value each; the last block
-// to finish combines those in order with `init`, in the same launch. Small inputs take one
-// block of 1024 threads.
-// The split depends only on n and the GPU, so floating-point results are the same bits
-// on every run.
+// contiguous runs of tiles, read with 16-byte accesses (item-sized ones where `in` is not
+// 16-byte aligned), into one value each; the last block to finish combines those in order
+// with `init`, in the same launch. Small inputs take one block of 1024 threads.
+// The split and the tiles depend only on n and the GPU, not on the alignment of `in`, so
+// floating-point results are the same bits on every run.
 //
 // Where ppat knows the operator is commutative (plus on arithmetic types, minimum and
 // maximum on integers), each thread folds everything it reads into one value; any other
@@ -85,12 +85,11 @@ using reduce_single_block_tuning = reduce_shape_of<T, Vec, 1024, 128>;
 constexpr int reduce_blocks_per_sm = 4;
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
 
-template <class Shape, class SmallShape, class T, class Op>
-void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
-                   const char* function);
+template <bool Aligned, class T, class Op>
+void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call_context& call);
 template <class T>
 struct block_results;
-template <class Shape, bool Commutative, class T, class Op>
+template <class Shape, bool Commutative, bool Aligned, class T, class Op>
 __global__ void reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out,
                                     T init, Op op);
 
@@ -99,13 +98,13 @@ void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stre
             const char* function) {
   require_buffer(in, n, function, "in");
   require_buffer(out, 1, function, "out");
-  constexpr int vec = items_per_vector<T>;
-  if (vec != 1 && aligned_to(in, 16)) {
-    launch_reduce<reduce_tuning<T, vec>, reduce_single_block_tuning<T, vec>>(in, out, n, init, op,
-                                                                             stream, function);
-  } else {
-    launch_reduce<reduce_tuning<T, 1>, reduce_single_block_tuning<T, 1>>(in, out, n, init, op,
-                                                                         stream, function);
+  const call_context call(stream, function);
+  require_device_readable(in, n, call, "in");
+  require_device_readable(out, 1, call, "out");
+  if (items_per_vector<T> == 1 || aligned_to(in, 16)) {
+    launch_reduce<true>(in, out, n, init, op, call);
+  } else if constexpr (items_per_vector<T> != 1) {
+    launch_reduce<false>(in, out, n, init, op, call);
   }
 }
 
@@ -115,32 +114,31 @@ template <class T>
 struct block_results {
   static constexpr std::size_t values_offset = alignof(T) > 16 ? alignof(T) : 16;
   unsigned char* memory;
-  unsigned ticket_base;
 
   static std::size_t bytes_for(unsigned blocks) { return values_offset + blocks * sizeof(T); }
   __device__ unsigned* tickets() const { return reinterpret_cast<unsigned*>(memory); }
   __device__ T* values() const { return reinterpret_cast<T*>(memory + values_offset); }
 };
 
-template <class Shape, class SmallShape, class T, class Op>
-void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
-                   const char* function) {
+template <bool Aligned, class T, class Op>
+void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call_context& call) {
+  constexpr int vec = items_per_vector<T>;
+  using shape = reduce_tuning<T, vec>;
+  using small_shape = reduce_single_block_tuning<T, vec>;
   constexpr bool reorder = commutative<T, Op>;
-  if (n <= std::size_t(reduce_single_block_tiles) * SmallShape::tile_items) {
-    reduce_tiles_kernel<SmallShape, reorder>
-        <<<1, SmallShape::threads, 0, stream>>>(in, n, block_results<T>{}, out, init, op);
-    check_launch(function, "reduce_tiles_kernel");
+  if (n <= std::size_t(reduce_single_block_tiles) * small_shape::tile_items) {
+    reduce_tiles_kernel<small_shape, reorder, Aligned>
+        <<<1, small_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, out, init, op);
+    check_launch(call.function(), "reduce_tiles_kernel");
     return;
   }
-  const std::size_t tiles = ceil_div(n, Shape::tile_items);
-  const auto& limits = limits_of(stream, function);
-  const unsigned blocks =
-      unsigned(std::min<std::size_t>(tiles, std::size_t(limits.sm_count) * reduce_blocks_per_sm));
-  stream_scratch memory(block_results<T>::bytes_for(blocks), reduce_block_results, blocks, stream,
-                        function);
-  reduce_tiles_kernel<Shape, reorder><<<blocks, Shape::threads, 0, stream>>>(
-      in, n, block_results<T>{memory.data(), memory.ticket_base()}, out, init, op);
-  check_launch(function, "reduce_tiles_kernel");
+  const std::size_t tiles = ceil_div(n, shape::tile_items);
+  const unsigned blocks = unsigned(
+      std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * reduce_blocks_per_sm));
+  stream_scratch memory(block_results<T>::bytes_for(blocks), reduce_block_results, call);
+  reduce_tiles_kernel<shape, reorder, Aligned><<<blocks, shape::threads, 0, call.stream()>>>(
+      in, n, block_results<T>{memory.data()}, out, init, op);
+  check_launch(call.function(), "reduce_tiles_kernel");
   memory.release();
 }
 
@@ -148,7 +146,7 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream
 // least one tile since grid <= tiles. One block writes init op (its result) to `out`;
 // several write one result each to `results`, and the last of them writes init op (the
 // results in order).
-template <class Shape, bool Commutative, class T, class Op>
+template <class Shape, bool Commutative, bool Aligned, class T, class Op>
 __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : reduce_blocks_per_sm)
     reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out, T init,
                         Op op) {
@@ -184,7 +182,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
       T items[rows][vec];
 #pragma unroll
       for (int r = 0; r < rows; ++r)
-        load_items(in + lane_first + std::size_t(r) * 32 * vec, items[r]);
+        load_items<Aligned>(in + lane_first + std::size_t(r) * 32 * vec, items[r]);
 #pragma unroll
       for (int r = 0; r < rows; ++r) {
         T row = items[r][0];
@@ -218,7 +216,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : r
         *out = block_result.valid ? op(init, block_result.value) : init;
       } else {
         results.values()[blockIdx.x] = block_result.value;
-        is_last = last_to_finish(results.tickets(), results.ticket_base, gridDim.x);
+        is_last = last_to_finish(results.tickets(), gridDim.x);
       }
     }
   }

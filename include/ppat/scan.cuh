@@ -8,10 +8,11 @@
 //
 // Any associative `op`, commutative or not; any trivially copyable T; in == out allowed.
 // Each block reads one tile (256 threads x up to 128 bytes) into registers with 16-byte
-// accesses coalesced across the warp, scans it, and learns the tile's prefix from the tiles
-// before it through the deterministic decoupled look-back of core/lookback.cuh. Every
-// combination happens in an order fixed by n alone, so floating-point results are the same
-// bits on every run on the same GPU.
+// accesses coalesced across the warp (item-sized ones where a buffer is not 16-byte
+// aligned), scans it, and learns the tile's prefix from the tiles before it through the
+// deterministic decoupled look-back of core/lookback.cuh. Every combination happens in an
+// order fixed by n alone, whatever the buffers' alignment, so floating-point results are the
+// same bits on every run on the same GPU.
 //
 // A scan by key is a plain scan of (value, number of segment starts) pairs under an
 // operator that restarts where a segment starts. Each item reads only its own value and
@@ -77,7 +78,7 @@ namespace detail {
 // What the single-pass kernel scans. A source loads the items to combine (`item`, combined
 // by `op`), from `vec` consecutive positions at a time, and writes each position's result
 // from the combination of everything before it and everything through it.
-template <bool Exclusive, class T, class Op, int Vec>
+template <bool Exclusive, class T, class Op, int Vec, bool Aligned>
 struct plain_source {
   using item = T;
   using held = register_items<T, Vec>;
@@ -88,14 +89,14 @@ struct plain_source {
   T* out;
   Op op;
 
-  __device__ void load(std::size_t first, held& to) const { to.load(in + first); }
+  __device__ void load(std::size_t first, held& to) const { to.template load<Aligned>(in + first); }
   __device__ T load_one(std::size_t i) const { return in[i]; }
   // An exclusive scan always has a prefix: `start` at the very least.
   __device__ static T result(const partial<T>& before, const T& through) {
     return Exclusive ? before.value : through;
   }
   __device__ void store(std::size_t first, const T (&results)[Vec]) const {
-    store_items(out + first, results);
+    store_items<Aligned>(out + first, results);
   }
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
@@ -123,7 +124,7 @@ struct segmented_op {
 // before), else (in[i], 0). The inclusive result is the combination through i; the
 // exclusive one is init, followed by the combination before i unless i starts a segment.
 // Each item reads only its own value, so the scan works in place.
-template <bool Exclusive, class K, class T, class Op, int Vec>
+template <bool Exclusive, class K, class T, class Op, int Vec, bool Aligned>
 struct by_key_source {
   using item = segmented<T>;
   using combiner = segmented_op<Op>;
@@ -155,8 +156,8 @@ struct by_key_source {
 
   __device__ void load(std::size_t first, held& to) const {
     K k[Vec];
-    load_items(keys + first, k);
-    to.values.load(in + first);
+    load_items<Aligned>(keys + first, k);
+    to.values.template load<Aligned>(in + first);
     K previous = first > 0 ? keys[first - 1] : K{};
     to.starts = 0;
 #pragma unroll
@@ -178,7 +179,7 @@ struct by_key_source {
     }
   }
   __device__ void store(std::size_t first, const T (&results)[Vec]) const {
-    store_items(out + first, results);
+    store_items<Aligned>(out + first, results);
   }
   __device__ void store_one(std::size_t i, const T& result) const {
     out[i] = result;
@@ -232,10 +233,12 @@ using scan_tuning =
 template <int Vec>
 using scan_small_input_tuning = scan_tile_shape<256, Vec, 4, 4>;
 
+template <class Source>
+void plain_scan(const Source& source, std::size_t n, partial<typename Source::item> start,
+                const call_context& call);
 template <class Shape, class Source>
 void launch_single_pass_scan(const Source& source, std::size_t n,
-                             partial<typename Source::item> start, cudaStream_t stream,
-                             const char* function);
+                             partial<typename Source::item> start, const call_context& call);
 template <class Shape, class Source>
 __global__ void single_pass_scan_kernel(Source source, std::size_t n,
                                         lookback_state<typename Source::item> state,
@@ -248,24 +251,33 @@ void scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream
   require_buffer(out, n, function, "out");
   require_same_or_disjoint(in, out, n, function);
   if (n == 0) return;
-  // 16-byte accesses need both buffers 16-byte aligned; anything else takes T-sized ones.
+  const call_context call(stream, function);
+  require_device_readable(in, n, call, "in");
+  require_device_readable(out, n, call, "out");
+  // 16-byte accesses need both buffers 16-byte aligned; anything else takes T-sized ones,
+  // with the same tiles.
   constexpr int vec = items_per_vector<T>;
   const partial<T> start{init, Exclusive};
-  if (vec != 1 && aligned_to(in, 16) && aligned_to(out, 16)) {
-    using production_shape = scan_tuning<T, vec>;
-    const plain_source<Exclusive, T, Op, vec> source{in, out, op};
-    if constexpr (sizeof(T) < 4) {
-      const std::size_t sm_count = std::size_t(limits_of(stream, function).sm_count);
-      if (ceil_div(n, production_shape::tile_items) < sm_count) {
-        launch_single_pass_scan<scan_small_input_tuning<vec>>(source, n, start, stream, function);
-        return;
-      }
-    }
-    launch_single_pass_scan<production_shape>(source, n, start, stream, function);
-  } else {
-    launch_single_pass_scan<scan_tuning<T, 1>>(plain_source<Exclusive, T, Op, 1>{in, out, op}, n,
-                                               start, stream, function);
+  if (vec == 1 || (aligned_to(in, 16) && aligned_to(out, 16))) {
+    plain_scan(plain_source<Exclusive, T, Op, vec, true>{in, out, op}, n, start, call);
+  } else if constexpr (vec != 1) {
+    plain_scan(plain_source<Exclusive, T, Op, vec, false>{in, out, op}, n, start, call);
   }
+}
+
+// 1- and 2-byte items too few to give every SM one production tile take smaller tiles.
+template <class Source>
+void plain_scan(const Source& source, std::size_t n, partial<typename Source::item> start,
+                const call_context& call) {
+  using T = typename Source::item;
+  using production_shape = scan_tuning<T, Source::vec>;
+  if constexpr (sizeof(T) < 4) {
+    if (ceil_div(n, production_shape::tile_items) < std::size_t(call.limits().sm_count)) {
+      launch_single_pass_scan<scan_small_input_tuning<Source::vec>>(source, n, start, call);
+      return;
+    }
+  }
+  launch_single_pass_scan<production_shape>(source, n, start, call);
 }
 
 template <bool Exclusive, class K, class T, class Op>
@@ -277,42 +289,43 @@ void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op o
   require_same_or_disjoint(in, out, n, function);
   require_disjoint(keys, n, out, n, function, "keys", "out");
   if (n == 0) return;
+  const call_context call(stream, function);
+  require_device_readable(keys, n, call, "keys");
+  require_device_readable(in, n, call, "in");
+  require_device_readable(out, n, call, "out");
   constexpr int vec = items_per_vector<T>;
-  const bool keys_vectorizable = sizeof(K) * vec != 16 || aligned_to(keys, 16);
+  const bool keys_aligned = sizeof(K) * vec != 16 || aligned_to(keys, 16);
   const partial<segmented<T>> start{{init, 0u}, false};
   const segmented_op<Op> combiner{op};
-  if (vec != 1 && aligned_to(in, 16) && aligned_to(out, 16) && keys_vectorizable) {
-    launch_single_pass_scan<scan_tuning<T, vec, 96>>(
-        by_key_source<Exclusive, K, T, Op, vec>{keys, in, out, init, combiner}, n, start, stream,
-        function);
-  } else {
-    launch_single_pass_scan<scan_tuning<T, 1, 96>>(
-        by_key_source<Exclusive, K, T, Op, 1>{keys, in, out, init, combiner}, n, start, stream,
-        function);
+  using shape = scan_tuning<T, vec, 96>;
+  if (vec == 1 || (aligned_to(in, 16) && aligned_to(out, 16) && keys_aligned)) {
+    launch_single_pass_scan<shape>(
+        by_key_source<Exclusive, K, T, Op, vec, true>{keys, in, out, init, combiner}, n, start,
+        call);
+  } else if constexpr (vec != 1) {
+    launch_single_pass_scan<shape>(
+        by_key_source<Exclusive, K, T, Op, vec, false>{keys, in, out, init, combiner}, n, start,
+        call);
   }
 }
 
 template <class Shape, class Source>
 void launch_single_pass_scan(const Source& source, std::size_t n,
-                             partial<typename Source::item> start, cudaStream_t stream,
-                             const char* function) {
+                             partial<typename Source::item> start, const call_context& call) {
   using item = typename Source::item;
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
-  require(tiles <= std::size_t(std::numeric_limits<int>::max()), function, "n",
+  require(tiles <= std::size_t(std::numeric_limits<int>::max()), call.function(), "n",
           "needs more tiles than one grid can launch");
   const lookback_layout layout = plan_lookback<item>(tiles);
-  stream_scratch flags(layout.flag_bytes, lookback_purpose<item>, unsigned(tiles), stream,
-                       function);
-  temporary_buffer<item> values(layout.values, stream, function);
+  stream_scratch flags(layout.flag_bytes, lookback_purpose<item>, call);
+  temporary_buffer<item> values(layout.values, call);
   // The look-back keeps a window of 32 items, and the warps' prefixes, in static shared
   // memory, within the 48 KB a launch gets without opting in.
   static_assert((32 + Shape::warps) * sizeof(partial<item>) <= 47 * 1024,
                 "ppat scans take items of up to 1.2 KB");
-  single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, 0, stream>>>(
-      source, n,
-      lookback_view<item>(flags.data(), flags.epoch(), flags.ticket_base(), values.data(), layout),
-      start);
-  check_launch(function, "single_pass_scan_kernel");
+  single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, 0, call.stream()>>>(
+      source, n, lookback_view<item>(flags.data(), flags.epoch(), values.data(), layout), start);
+  check_launch(call.function(), "single_pass_scan_kernel");
   values.release();
   flags.release();
 }
@@ -331,6 +344,10 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   if (threadIdx.x == 0) tile_slot = next_tile(state);
   __syncthreads();
   const unsigned tile = tile_slot;
+  // Past the last tile only if another kernel shared the counter, which the stream_scratch
+  // rules out: such a block touches nothing. (A __trap() here made the scans by key spill
+  // 16 more bytes a thread.)
+  if (tile >= state.tiles) return;
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
   const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;

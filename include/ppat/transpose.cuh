@@ -80,13 +80,12 @@ inline plane_layout matrix_layout(std::size_t rows, std::size_t cols, std::size_
 }
 
 template <class T>
-void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
-                      const char* function);
+void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call);
 template <class T>
 void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shape,
-                       const std::vector<int>& axes, cudaStream_t stream, const char* function);
+                       const std::vector<int>& axes, const call_context& call);
 template <class T>
-void launch_transpose_inplace(T* data, std::size_t n, cudaStream_t stream, const char* function);
+void launch_transpose_inplace(T* data, std::size_t n, const call_context& call);
 
 template <class T>
 constexpr void require_element_size() {
@@ -102,9 +101,11 @@ template <class T>
 void transpose(const T* in, T* out, std::size_t rows, std::size_t cols, cudaStream_t stream = 0) {
   detail::require_element_size<T>();
   constexpr const char* function = "ppat::transpose";
-  if (detail::require_transpose_buffers(in, out, rows, cols, function) == 0) return;
-  detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, cols, rows), stream,
-                           function);
+  const std::size_t count = detail::require_transpose_buffers(in, out, rows, cols, function);
+  if (count == 0) return;
+  const detail::call_context call(stream, function);
+  detail::require_transpose_readable(in, out, count, call);
+  detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, cols, rows), call);
 }
 
 // With leading dimensions: row r of `in` starts at in + r * ld_in (ld_in >= cols), row c
@@ -125,8 +126,10 @@ void transpose(const T* in, std::size_t ld_in, T* out, std::size_t ld_out, std::
   detail::require_buffer(in, in_span, function, "in");
   detail::require_buffer(out, out_span, function, "out");
   detail::require_disjoint(in, in_span, out, out_span, function, "in", "out");
-  detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, ld_in, ld_out), stream,
-                           function);
+  const detail::call_context call(stream, function);
+  detail::require_device_readable(in, in_span, call, "in");
+  detail::require_device_readable(out, out_span, call, "out");
+  detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, ld_in, ld_out), call);
 }
 
 // `batch` contiguous rows x cols matrices, each transposed.
@@ -141,12 +144,14 @@ void transpose_batched(const T* in, T* out, std::size_t batch, std::size_t rows,
   detail::require_buffer(out, count, function, "out");
   detail::require_disjoint(in, count, out, count, function, "in", "out");
   if (count == 0) return;
+  const detail::call_context call(stream, function);
+  detail::require_transpose_readable(in, out, count, call);
   detail::plane_layout layout = detail::matrix_layout(rows, cols, cols, rows);
   layout.batch_rank = 1;
   layout.batch_extent[0] = batch;
   layout.batch_in_stride[0] = matrix;
   layout.batch_out_stride[0] = matrix;
-  detail::transpose_planes(in, out, layout, stream, function);
+  detail::transpose_planes(in, out, layout, call);
 }
 
 // The n x n matrix at `data` becomes its transpose.
@@ -157,7 +162,9 @@ void transpose_inplace(T* data, std::size_t n, cudaStream_t stream = 0) {
   const std::size_t count = detail::checked_element_count(n, n, sizeof(T), function);
   detail::require_buffer(data, count, function, "data");
   if (count == 0) return;
-  detail::launch_transpose_inplace(data, n, stream, function);
+  const detail::call_context call(stream, function);
+  detail::require_device_readable(data, count, call, "data");
+  detail::launch_transpose_inplace(data, n, call);
 }
 
 // NumPy semantics: out.shape[i] = in.shape[axes[i]], both row-major.
@@ -183,7 +190,9 @@ void permute(const T* in, T* out, const std::vector<std::size_t>& shape,
   detail::require_buffer(out, count, function, "out");
   detail::require_disjoint(in, count, out, count, function, "in", "out");
   if (count == 0) return;
-  detail::permute_in_device(in, out, shape, axes, stream, function);
+  const detail::call_context call(stream, function);
+  detail::require_transpose_readable(in, out, count, call);
+  detail::permute_in_device(in, out, shape, axes, call);
 }
 
 namespace detail {
@@ -254,18 +263,16 @@ inline unsigned blocks_for(std::size_t work) {
 }
 
 template <class T>
-bool transpose_skinny(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
-                      const char* function);
+bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const call_context& call);
 
 template <class T>
-void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
-                      const char* function) {
-  if (transpose_skinny(in, out, layout, stream, function)) return;
+void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call) {
+  if (transpose_skinny(in, out, layout, call)) return;
   using tile = transpose_tile<T>;
   const std::size_t tiles_a = ceil_div(layout.cols, tile::side);
   const std::size_t plane_tiles = tiles_a * ceil_div(layout.rows, tile::side);
   // Within a plane, tiles are counted in 32 bits: 2^32 tiles is more than 2^44 bytes.
-  require(plane_tiles <= 0xFFFFFFFF, function, "rows, cols", "make more than 2^32 tiles");
+  require(plane_tiles <= 0xFFFFFFFF, call.function(), "rows, cols", "make more than 2^32 tiles");
   std::size_t tiles = plane_tiles;
   for (int d = 0; d < layout.batch_rank; ++d)
     tiles *= layout.batch_extent[d];
@@ -278,7 +285,7 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStrea
   for (int d = 0; d < layout.batch_rank; ++d)
     in_span += (layout.batch_extent[d] - 1) * layout.batch_in_stride[d];
   const auto launch = [&](auto kernel) {
-    kernel<<<blocks_for(tiles), tile::threads, 0, stream>>>(
+    kernel<<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(
         in, out, layout, unsigned(tiles_a), unsigned(plane_tiles), tiles, in + in_span);
   };
   if (aligned_in && aligned_out) {
@@ -290,7 +297,7 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStrea
   } else {
     launch(transpose_planes_kernel<T, false, false>);
   }
-  check_launch(function, "transpose_planes_kernel");
+  check_launch(call.function(), "transpose_planes_kernel");
 }
 
 // Planes with a short side k (skinny_shape's limits), contiguous where it is flat, and
@@ -299,8 +306,7 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, cudaStrea
 // of whole 16-byte chunks stay with the tiles: they would put the skinny kernel's
 // gathers from shared memory all on one bank.
 template <class T>
-bool transpose_skinny(const T* in, T* out, const plane_layout& layout, cudaStream_t stream,
-                      const char* function) {
+bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const call_context& call) {
   using tile = transpose_tile<T>;
   const auto skinny = [](std::size_t k, std::size_t n, std::size_t flat_stride) {
     return k <= skinny_shape::max_short && k * sizeof(T) <= skinny_shape::max_short_bytes &&
@@ -321,13 +327,13 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, cudaStrea
   const std::size_t span =
       std::max(group, skinny_shape::span_bytes / (k * sizeof(T)) / group * group);
   const std::size_t plane_spans = ceil_div(n, span);
-  require(plane_spans <= 0xFFFFFFFF, function, "rows, cols", "make more than 2^32 spans");
+  require(plane_spans <= 0xFFFFFFFF, call.function(), "rows, cols", "make more than 2^32 spans");
   std::size_t spans = plane_spans;
   for (int d = 0; d < layout.batch_rank; ++d)
     spans *= layout.batch_extent[d];
   const std::size_t shared_bytes = span * k * sizeof(T);
   const auto launch = [&](auto kernel) {
-    kernel<<<blocks_for(spans), skinny_shape::threads, shared_bytes, stream>>>(
+    kernel<<<blocks_for(spans), skinny_shape::threads, shared_bytes, call.stream()>>>(
         in, out, layout, unsigned(span), unsigned(plane_spans), spans);
   };
   if (flat_in) {
@@ -335,23 +341,23 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, cudaStrea
   } else {
     launch(transpose_skinny_kernel<T, false>);
   }
-  check_launch(function, "transpose_skinny_kernel");
+  check_launch(call.function(), "transpose_skinny_kernel");
   return true;
 }
 
 template <class T>
-void launch_transpose_inplace(T* data, std::size_t n, cudaStream_t stream, const char* function) {
+void launch_transpose_inplace(T* data, std::size_t n, const call_context& call) {
   using tile = transpose_tile<T>;
   const std::size_t tiles_side = ceil_div(n, tile::side);
   const std::size_t pairs = tiles_side * (tiles_side + 1) / 2;  // tiles on or above the diagonal
   if (aligned_to(data, 16) && n * sizeof(T) % 16 == 0) {
     transpose_inplace_kernel<T, true>
-        <<<blocks_for(pairs), tile::threads, 0, stream>>>(data, n, tiles_side, pairs);
+        <<<blocks_for(pairs), tile::threads, 0, call.stream()>>>(data, n, tiles_side, pairs);
   } else {
     transpose_inplace_kernel<T, false>
-        <<<blocks_for(pairs), tile::threads, 0, stream>>>(data, n, tiles_side, pairs);
+        <<<blocks_for(pairs), tile::threads, 0, call.stream()>>>(data, n, tiles_side, pairs);
   }
-  check_launch(function, "transpose_inplace_kernel");
+  check_launch(call.function(), "transpose_inplace_kernel");
 }
 
 // The permutation with axes of extent one dropped and runs of input axes that stay
@@ -408,7 +414,7 @@ inline merged_permutation merge_axes(const std::vector<std::size_t>& shape,
 
 template <class T>
 void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shape,
-                       const std::vector<int>& axes, cudaStream_t stream, const char* function) {
+                       const std::vector<int>& axes, const call_context& call) {
   const merged_permutation merged = merge_axes(shape, axes);
   const int rank = int(merged.shape.size());
   bool identity = true;
@@ -418,8 +424,8 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   for (std::size_t extent : merged.shape)
     count *= extent;
   if (identity) {
-    check_cuda(cudaMemcpyAsync(out, in, count * sizeof(T), cudaMemcpyDeviceToDevice, stream),
-               function, "cudaMemcpyAsync");
+    call.check(cudaMemcpyAsync(out, in, count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
+               "cudaMemcpyAsync");
     return;
   }
   // Row-major strides of the input, and of the output for each input axis.
@@ -446,7 +452,7 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
       layout.batch_out_stride[layout.batch_rank] = out_stride[d];
       ++layout.batch_rank;
     }
-    transpose_planes(in, out, layout, stream, function);
+    transpose_planes(in, out, layout, call);
     return;
   }
   // The contiguous axis stays last: whole rows move, as 16-byte units where they allow.
@@ -464,17 +470,16 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   }
   const std::size_t row_units = row_length / unit;
   const std::size_t total = count / unit;
-  const auto& limits = limits_of(stream, function);
   const unsigned blocks = unsigned(std::min<std::size_t>(
-      ceil_div(total, 256), std::size_t(limits.sm_count) * permute_rows_blocks_per_sm));
+      ceil_div(total, 256), std::size_t(call.limits().sm_count) * permute_rows_blocks_per_sm));
   if (vectors) {
-    permute_rows_kernel<<<blocks, 256, 0, stream>>>(reinterpret_cast<const uint4*>(in),
-                                                    reinterpret_cast<uint4*>(out), row_units, total,
-                                                    layout);
+    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(reinterpret_cast<const uint4*>(in),
+                                                           reinterpret_cast<uint4*>(out), row_units,
+                                                           total, layout);
   } else {
-    permute_rows_kernel<<<blocks, 256, 0, stream>>>(in, out, row_units, total, layout);
+    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(in, out, row_units, total, layout);
   }
-  check_launch(function, "permute_rows_kernel");
+  check_launch(call.function(), "permute_rows_kernel");
 }
 
 // Block helpers, defined below the kernels.

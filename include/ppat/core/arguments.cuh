@@ -1,23 +1,60 @@
 // Argument checks shared by every public entry. Each throws std::invalid_argument naming
-// the function and the argument, before any CUDA call is made.
+// the function and the argument: those on sizes and overlaps before any CUDA call is made,
+// require_device_readable before anything is launched.
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
 
+#include "device.cuh"
 #include "error.cuh"
 
 namespace ppat::detail {
 
-// A null pointer is only acceptable when there is nothing to read or write through it.
+// `count` elements at `pointer`: a null pointer only when there is nothing to read or write
+// through it, and never a byte count past the end of the address space.
 template <class T>
 void require_buffer(const T* pointer, std::size_t count, const char* function,
                     const char* argument) {
-  if (count > 0 && pointer == nullptr) {
+  if (count == 0) return;
+  if (pointer == nullptr) {
     throw_invalid_argument(function, argument,
                            "is null but must hold " + std::to_string(count) + " elements");
+  }
+  const std::size_t room =
+      std::numeric_limits<std::uintptr_t>::max() - reinterpret_cast<std::uintptr_t>(pointer);
+  if (count > room / sizeof(T)) {
+    throw_invalid_argument(function, argument,
+                           "cannot hold " + std::to_string(count) + " elements of " +
+                               std::to_string(sizeof(T)) +
+                               " bytes: they overflow the address space");
+  }
+}
+
+// Memory the call's device can read and write at `pointer`, checked before a launch that
+// would otherwise fault and lose the CUDA context. Rejected: host memory the driver does not
+// know (from malloc, new or the stack) where the device cannot read pageable memory, and
+// host memory registered without a device mapping at that address. Device memory freed
+// while the driver still maps it (as a pool does) cannot be told from live memory.
+template <class T>
+void require_device_readable(const T* pointer, std::size_t count, const call_context& call,
+                             const char* argument) {
+  if (count == 0) return;
+  cudaPointerAttributes attributes{};
+  call.check(cudaPointerGetAttributes(&attributes, pointer), "cudaPointerGetAttributes");
+  if (attributes.type == cudaMemoryTypeUnregistered && !call.limits().pageable_memory_access) {
+    throw_invalid_argument(call.function(), argument,
+                           "is host memory the device cannot read (allocate it with cudaMalloc, "
+                           "cudaMallocManaged or cudaHostAlloc, or register it)");
+  }
+  if (attributes.type == cudaMemoryTypeHost && attributes.devicePointer != pointer) {
+    throw_invalid_argument(call.function(), argument,
+                           "is registered host memory the device reaches at another address "
+                           "(pass the one cudaHostGetDevicePointer gives)");
   }
 }
 
@@ -69,6 +106,13 @@ std::size_t require_transpose_buffers(const T* in, T* out, std::size_t rows, std
   require_buffer(out, count, function, "out");
   require_disjoint(in, count, out, count, function, "in", "out");
   return count;
+}
+
+template <class T>
+void require_transpose_readable(const T* in, const T* out, std::size_t count,
+                                const call_context& call) {
+  require_device_readable(in, count, call, "in");
+  require_device_readable(out, count, call, "out");
 }
 
 }  // namespace ppat::detail

@@ -175,21 +175,27 @@ void require_histogram_buffers(const Sample* samples, std::size_t n, const Count
   require_disjoint(samples, n, hist, std::size_t(num_bins), function, "samples", "hist");
 }
 
+template <class Sample, class Counter>
+void require_histogram_readable(const Sample* samples, std::size_t n, const Counter* hist,
+                                int num_bins, const call_context& call) {
+  require_device_readable(samples, n, call, "samples");
+  require_device_readable(hist, std::size_t(num_bins), call, "hist");
+}
+
 template <class Level>
 void require_even_levels(Level lower, Level upper, const char* function) {
   require(lower < upper, function, "upper", "must be greater than 'lower' (and neither NaN)");
 }
 
-// The start of every textbook histogram_even: checks the arguments, zeroes `hist` on
-// `stream`, and returns the binning they describe.
+// The start of every textbook histogram_even, once require_histogram_buffers and
+// require_even_levels have passed: checks that the device reads the buffers, zeroes `hist`
+// on the call's stream, and returns the binning the arguments describe.
 template <class Sample, class Counter, class Level>
 even_binning<Sample, Level> start_histogram_even(const Sample* samples, std::size_t n,
                                                  Counter* hist, int num_bins, Level lower,
-                                                 Level upper, cudaStream_t stream,
-                                                 const char* function) {
-  require_histogram_buffers(samples, n, hist, num_bins, function);
-  require_even_levels(lower, upper, function);
-  check_cuda(cudaMemsetAsync(hist, 0, sizeof(Counter) * std::size_t(num_bins), stream), function,
+                                                 Level upper, const call_context& call) {
+  require_histogram_readable(samples, n, hist, num_bins, call);
+  call.check(cudaMemsetAsync(hist, 0, sizeof(Counter) * std::size_t(num_bins), call.stream()),
              "cudaMemsetAsync");
   return even_binning<Sample, Level>(num_bins, lower, upper);
 }

@@ -31,13 +31,14 @@ inline dim3 grid_2d(std::size_t rows, std::size_t cols, dim3 block) {
               unsigned(std::min<std::size_t>(ceil_div(rows, block.y), 65535)));
 }
 
-// A kernel asking for more than 48 KB of dynamic shared memory must say so first.
+// A kernel asking for more than 48 KB of dynamic shared memory must say so first, on the
+// device it runs on (the call's, current while the call runs).
 template <class Kernel>
-void allow_dynamic_shared_bytes(Kernel kernel, std::size_t bytes, const char* function) {
+void allow_dynamic_shared_bytes(Kernel kernel, std::size_t bytes, const call_context& call) {
   if (bytes > 48 * 1024) {
-    check_cuda(
+    call.check(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        function, "cudaFuncSetAttribute");
+        "cudaFuncSetAttribute");
   }
 }
 

@@ -23,10 +23,15 @@
 // is read while its tile moves from one to the other.
 //
 // Tile ids come from an atomic counter, not blockIdx: a tile only ever waits on tiles that
-// were handed out earlier, to blocks already running, so the waits always end. The counter
-// and the status words live in a stream_scratch (core/memory.cuh), kept with the stream:
-// statuses carry the call's epoch and the counter counts on from the tickets earlier calls
-// took, so a scan needs no memset.
+// were handed out earlier, to blocks already running, and every tile publishes its
+// aggregate before it waits on anything, so the waits always end. That holds while the
+// counter and the status words belong to this kernel alone: they live in a stream_scratch
+// (core/memory.cuh), lent to one call at a time. Statuses carry the call's epoch, and the
+// block that takes the last ticket puts the counter back to 0, so a scan needs no memset.
+// (Sharing them is what hung and corrupted calls from several threads on
+// cudaStreamPerThread when this memory was kept by stream handle: two kernels drew tile ids
+// from one counter, so a tile could wait on an id another kernel had taken, under its own
+// epoch, forever, and an id past the grid addressed past the status words.)
 #pragma once
 
 #include <algorithm>
@@ -85,8 +90,8 @@ struct tile_slots<T, false> {
 
 template <class T>
 struct lookback_state {
-  unsigned* tile_counter;  // tickets for tile ids, counting across calls from ticket_base
-  unsigned ticket_base;
+  unsigned* tile_counter;  // tickets for tile ids, 0 when the kernel starts and ends
+  unsigned tiles;
   unsigned epoch;  // this call's, which tags every status it publishes
   tile_slots<T> slots;
 };
@@ -114,10 +119,10 @@ lookback_layout plan_lookback(std::size_t tiles) {
 }
 
 template <class T>
-lookback_state<T> lookback_view(unsigned char* flags, unsigned epoch, unsigned ticket_base,
-                                T* values, const lookback_layout& layout) {
+lookback_state<T> lookback_view(unsigned char* flags, unsigned epoch, T* values,
+                                const lookback_layout& layout) {
   unsigned char* slots = flags + lookback_counter_bytes;
-  lookback_state<T> state{reinterpret_cast<unsigned*>(flags), ticket_base, epoch, {}};
+  lookback_state<T> state{reinterpret_cast<unsigned*>(flags), unsigned(layout.tiles), epoch, {}};
   if constexpr (packs_with_status<T>) {
     state.slots = {reinterpret_cast<typename tile_slots<T>::word*>(slots)};
   } else {
@@ -126,10 +131,13 @@ lookback_state<T> lookback_view(unsigned char* flags, unsigned epoch, unsigned t
   return state;
 }
 
-// Called by one thread of each block: the block's tile id.
+// Called by one thread of each block: the block's tile id. The block that takes the last
+// one puts the counter back to 0 for the next call.
 template <class T>
 __device__ unsigned next_tile(const lookback_state<T>& state) {
-  return atomicAdd(state.tile_counter, 1u) - state.ticket_base;
+  const unsigned tile = atomicAdd(state.tile_counter, 1u);
+  if (tile == state.tiles - 1) atomicExch(state.tile_counter, 0u);
+  return tile;
 }
 
 // A status word's first 32 bits: the epoch above the status. Words of earlier calls (or

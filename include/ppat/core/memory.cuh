@@ -10,21 +10,22 @@
 // Under stream capture the allocation and the free become graph nodes, so every ppat call
 // is capturable.
 //
-// Single-pass kernels also need flags and counters that start unset: stream_scratch keeps
-// them with the stream between calls, tagged with a per-call epoch, so a call needs neither
-// an allocation nor a memset.
+// Single-pass kernels also need flags and counters that start unset. A stream_scratch lends
+// a call such memory from a pool of blocks that keep it between calls, tagged with a
+// per-call epoch, so a call needs neither an allocation nor a memset (see stream_scratch).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "atomic.cuh"
 #include "device.cuh"
@@ -61,23 +62,21 @@ inline cudaMemPool_t temporary_memory_pool(int device) {
 
 namespace detail {
 
-// `count` elements of T, allocated on `stream` and freed on it by release(). The
+// `count` elements of T, allocated on the call's stream and freed on it by release(). The
 // destructor frees too, for the paths where an exception leaves before release().
 template <class T>
 class temporary_buffer {
  public:
-  temporary_buffer(std::size_t count, cudaStream_t stream, const char* function)
-      : stream_(stream), function_(function) {
+  temporary_buffer(std::size_t count, const call_context& call) : call_(call) {
     if (count == 0) return;
     void* data = nullptr;
-    const cudaStreamCaptureStatus capture = capture_status(stream, function);
-    if (capture == cudaStreamCaptureStatusActive) {
+    if (call.captured()) {
       // The graph owns a captured allocation, whatever pool is named: no pool is needed, and
       // none is created while capturing (where creating one may be an illegal call).
-      check_cuda(cudaMallocAsync(&data, count * sizeof(T), stream), function, "cudaMallocAsync");
+      call.check(cudaMallocAsync(&data, count * sizeof(T), call.stream()), "cudaMallocAsync");
     } else {
-      const cudaMemPool_t pool = temporary_memory_pool(device_of(stream, capture, function));
-      check_cuda(cudaMallocFromPoolAsync(&data, count * sizeof(T), pool, stream), function,
+      call.check(cudaMallocFromPoolAsync(&data, count * sizeof(T),
+                                         temporary_memory_pool(call.device()), call.stream()),
                  "cudaMallocFromPoolAsync");
     }
     data_ = static_cast<T*>(data);
@@ -87,7 +86,8 @@ class temporary_buffer {
   ~temporary_buffer() {
     // Only reached with memory still held when another error is already propagating;
     // that error is the one to report, so a failure here must not linger as pending.
-    if (data_ != nullptr && cudaFreeAsync(data_, stream_) != cudaSuccess) (void)cudaGetLastError();
+    if (data_ != nullptr && cudaFreeAsync(data_, call_.stream()) != cudaSuccess)
+      (void)cudaGetLastError();
   }
 
   T* data() const { return data_; }
@@ -95,16 +95,16 @@ class temporary_buffer {
   void release() {
     T* data = data_;
     data_ = nullptr;
-    if (data != nullptr) check_cuda(cudaFreeAsync(data, stream_), function_, "cudaFreeAsync");
+    if (data != nullptr) call_.check(cudaFreeAsync(data, call_.stream()), "cudaFreeAsync");
   }
 
  private:
   T* data_ = nullptr;
-  cudaStream_t stream_;
-  const char* function_;
+  const call_context& call_;
 };
 
-// The layouts of memory kept with a stream: each keeps its own (see stream_scratch).
+// The layouts of memory lent by stream_scratch: each has blocks of its own, so that no
+// kernel reads another's words as flags.
 enum scratch_purpose : int {
   lookback_status_words,   // 4-byte statuses; the values beside them live elsewhere
   lookback_8_byte_words,   // a status and a value of up to 4 bytes
@@ -112,147 +112,228 @@ enum scratch_purpose : int {
   reduce_block_results,    // a ticket counter, then values no kernel reads as flags
 };
 
-// Device memory kept with a stream for the flags and counters of single-pass kernels, so
-// that a call needs neither an allocation nor a memset:
-//   - every call gets a new epoch(), and tags the flags it writes with it: flags from
-//     earlier calls carry older epochs and read as unset;
-//   - counters keep counting across calls, from ticket_base(): the tickets earlier calls
-//     took, `tickets` a call (each kernel takes exactly that many);
-//   - calls on a stream run one after another, so they never use the memory at once;
-//   - each `purpose` (a layout of flags) keeps its own memory, so that no kernel reads
-//     another's words as flags.
-// The stream keeps the largest size asked of it until ppat::release_stream_memory(stream).
-// Under stream capture, replays of a graph may run concurrently, so the graph gets its own
-// allocation, cleared by a memset node on every replay.
-class stream_scratch {
+// Epochs take 30 bits of a flag word; before they run out, a block's memory starts over.
+constexpr unsigned last_epoch = (1u << 30) - 1;
+
+struct scratch_block;
+class scratch_pool;
+
+// This thread's stream-capture mode is relaxed while it lives.
+class relaxed_capture_mode {
  public:
-  stream_scratch(std::size_t bytes, scratch_purpose purpose, unsigned tickets, cudaStream_t stream,
-                 const char* function)
-      : tickets_(tickets) {
-    const cudaStreamCaptureStatus capture = capture_status(stream, function);
-    if (capture == cudaStreamCaptureStatusActive) {
-      captured_.emplace(bytes, stream, function);
-      data_ = captured_->data();
-      check_cuda(cudaMemsetAsync(data_, 0, bytes, stream), function, "cudaMemsetAsync");
-      return;
-    }
-    const int device = device_of(stream, capture, function);
-    kept_ = &kept_for(device, stream, purpose);
-    // Held until the call has queued its kernel: no other host thread may use or replace
-    // the memory in between.
-    lock_ = std::unique_lock<std::mutex>(kept_->in_use);
-    // Epochs take 30 bits of a flag word; before they run out, the memory starts over.
-    constexpr unsigned last_epoch = (1u << 30) - 1;
-    if (kept_->bytes < bytes || kept_->epoch == last_epoch) {
-      if (kept_->bytes < bytes) {
-        void* data = nullptr;
-        const std::size_t grown = std::max<std::size_t>(bytes, 2 * kept_->bytes);
-        check_cuda(cudaMallocFromPoolAsync(&data, grown, temporary_memory_pool(device), stream),
-                   function, "cudaMallocFromPoolAsync");
-        if (kept_->data != nullptr) {
-          check_cuda(cudaFreeAsync(kept_->data, stream), function, "cudaFreeAsync");
-        }
-        kept_->data = static_cast<unsigned char*>(data);
-        kept_->bytes = grown;
-      }
-      check_cuda(cudaMemsetAsync(kept_->data, 0, kept_->bytes, stream), function,
-                 "cudaMemsetAsync");
-      kept_->epoch = 0;
-      kept_->tickets = 0;
-    }
-    data_ = kept_->data;
-    epoch_ = ++kept_->epoch;
-    ticket_base_ = kept_->tickets;
+  explicit relaxed_capture_mode(const call_context& call) {
+    call.check(cudaThreadExchangeStreamCaptureMode(&previous_),
+               "cudaThreadExchangeStreamCaptureMode");
   }
-
-  unsigned char* data() const { return data_; }
-  unsigned epoch() const { return epoch_; }
-  unsigned ticket_base() const { return ticket_base_; }
-
-  // Once the kernel is queued: counts its tickets as taken, and frees a graph's allocation
-  // (a graph node). Without it (a failed launch) the kept memory stays as it was.
-  void release() {
-    if (captured_) captured_->release();
-    if (kept_ != nullptr) kept_->tickets += tickets_;
-    if (lock_.owns_lock()) lock_.unlock();
-  }
-
-  struct kept_memory {
-    std::mutex in_use;
-    unsigned char* data = nullptr;
-    std::size_t bytes = 0;
-    unsigned epoch = 0;    // the last call's
-    unsigned tickets = 0;  // taken so far, modulo 2^32
-  };
-  struct kept_key {
-    int device;
-    cudaStream_t stream;
-    scratch_purpose purpose;
-    bool operator<(const kept_key& other) const {
-      return std::tie(device, stream, purpose) <
-             std::tie(other.device, other.stream, other.purpose);
-    }
-  };
-
-  static std::mutex& registry_mutex() {
-    static std::mutex mutex;
-    return mutex;
-  }
-  // Node-based: an entry stays put while a call holds it.
-  static std::map<kept_key, std::unique_ptr<kept_memory>>& registry() {
-    static std::map<kept_key, std::unique_ptr<kept_memory>> kept;
-    return kept;
+  relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+  relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+  ~relaxed_capture_mode() {
+    if (cudaThreadExchangeStreamCaptureMode(&previous_) != cudaSuccess) (void)cudaGetLastError();
   }
 
  private:
-  static kept_memory& kept_for(int device, cudaStream_t stream, scratch_purpose purpose) {
-    const std::lock_guard<std::mutex> lock(registry_mutex());
-    auto& entry = registry()[{device, stream, purpose}];
-    if (!entry) entry = std::make_unique<kept_memory>();
-    return *entry;
-  }
+  cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;
+};
+scratch_pool& scratch_pool_for(int device, scratch_purpose purpose);
 
-  unsigned tickets_;
+// Device memory for the flags and counters of one single-pass kernel, lent for one call:
+//   - its counters read 0 when lent: each kernel resets those it counted up (the block that
+//     takes the last ticket puts the counter back to 0);
+//   - every call gets a new epoch(), and tags the flags it writes with it: flags of earlier
+//     calls carry older epochs and read as unset;
+//   - no two kernels that may run at the same time get the same memory. The pool lends a
+//     call the block its stream used last (stream order puts the call after that use), or
+//     a block whose last use is done (an event recorded after each use says so), or a new
+//     one. Streams are told apart by cudaStreamGetId, unique for the life of the process:
+//     not by handle, since cudaStreamPerThread is one handle for every thread's stream and
+//     the driver hands a destroyed stream's handle to the next stream created.
+// So the pool holds as many blocks as calls were ever in flight at once, each as large as
+// the largest call it served; ppat::release_stream_memory(stream) frees those a stream used
+// last. Under stream capture, replays of a graph may run concurrently, so the graph gets
+// its own allocation, cleared by a memset node on every replay.
+class stream_scratch {
+ public:
+  stream_scratch(std::size_t bytes, scratch_purpose purpose, const call_context& call);
+  stream_scratch(const stream_scratch&) = delete;
+  stream_scratch& operator=(const stream_scratch&) = delete;
+  ~stream_scratch();
+
+  unsigned char* data() const { return data_; }
+  unsigned epoch() const { return epoch_; }
+
+  // Once the kernel is queued: hands the block back to the pool, recording its use, and
+  // frees a graph's allocation (a graph node).
+  void release();
+
+ private:
+  const call_context& call_;
   std::optional<temporary_buffer<unsigned char>> captured_;
-  kept_memory* kept_ = nullptr;
-  std::unique_lock<std::mutex> lock_;
+  scratch_pool* pool_ = nullptr;
+  scratch_block* block_ = nullptr;
+  unsigned long long stream_id_ = 0;
   unsigned char* data_ = nullptr;
   unsigned epoch_ = 1;
-  unsigned ticket_base_ = 0;
 };
 
-// Called by one thread of each block of a kernel that takes one ticket a block from
-// `counter` (in a stream_scratch, counting from `ticket_base`), once the block is done with
-// what the others read: whether it was the last of `blocks`. The release orders the block's
-// reads and writes before its ticket, and the last block's acquire sees them all done.
-__device__ inline bool last_to_finish(unsigned* counter, unsigned ticket_base, unsigned blocks) {
-  return device_atomic<unsigned>(*counter).fetch_add(1, cuda::memory_order_acq_rel) - ticket_base ==
-         blocks - 1;
+struct scratch_block {
+  unsigned char* data = nullptr;
+  std::size_t bytes = 0;
+  unsigned epoch = 0;                // the last call's
+  bool used = false;                 // by a call on stream `stream_id`, finished at `last_use`
+  unsigned long long stream_id = 0;  // cudaStreamGetId
+  cudaEvent_t last_use = nullptr;
+  bool lent = false;  // to a call between choosing it and queueing its kernel
+};
+
+class scratch_pool {
+ public:
+  // A block no kernel that may still run uses, other than ones queued earlier on the same
+  // stream; marked lent until give_back().
+  scratch_block& lend(unsigned long long stream_id, const call_context& call) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& block : blocks_) {
+      if (!block->lent && block->used && block->stream_id == stream_id) return lent(*block);
+    }
+    // Asking an event is illegal while this thread captures another stream, or any thread
+    // captures in global mode, and would invalidate that capture; in relaxed mode it is not.
+    const relaxed_capture_mode relaxed(call);
+    for (auto& block : blocks_) {
+      if (block->lent) continue;
+      const cudaError_t done = cudaEventQuery(block->last_use);
+      if (done == cudaSuccess) return lent(*block);
+      if (done != cudaErrorNotReady) call.check(done, "cudaEventQuery");
+    }
+    auto block = std::make_unique<scratch_block>();
+    call.check(cudaEventCreateWithFlags(&block->last_use, cudaEventDisableTiming),
+               "cudaEventCreateWithFlags");
+    blocks_.push_back(std::move(block));
+    return lent(*blocks_.back());
+  }
+
+  // Records the block's use by a call on `stream_id`, after all it queued. Where even that
+  // fails, the block's use cannot be known and it is never lent again.
+  cudaError_t give_back(scratch_block& block, unsigned long long stream_id, cudaStream_t stream) {
+    const cudaError_t recorded = cudaEventRecord(block.last_use, stream);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (recorded == cudaSuccess) {
+      block.used = true;
+      block.stream_id = stream_id;
+      block.lent = false;
+    }
+    return recorded;
+  }
+
+  // Frees, in `stream`'s order, the blocks it used last and no call holds.
+  void release(unsigned long long stream_id, const call_context& call) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto block = blocks_.begin(); block != blocks_.end();) {
+      scratch_block& b = **block;
+      if (b.lent || !b.used || b.stream_id != stream_id) {
+        ++block;
+        continue;
+      }
+      if (b.data != nullptr) call.check(cudaFreeAsync(b.data, call.stream()), "cudaFreeAsync");
+      call.check(cudaEventDestroy(b.last_use), "cudaEventDestroy");
+      block = blocks_.erase(block);
+    }
+  }
+
+ private:
+  static scratch_block& lent(scratch_block& block) {
+    block.lent = true;
+    return block;
+  }
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<scratch_block>> blocks_;  // node-based: a lent block stays put
+};
+
+inline scratch_pool& scratch_pool_for(int device, scratch_purpose purpose) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, scratch_purpose>, std::unique_ptr<scratch_pool>> pools;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& pool = pools[{device, purpose}];
+  if (!pool) pool = std::make_unique<scratch_pool>();
+  return *pool;
+}
+
+inline stream_scratch::stream_scratch(std::size_t bytes, scratch_purpose purpose,
+                                      const call_context& call)
+    : call_(call) {
+  if (call.captured()) {
+    captured_.emplace(bytes, call);
+    data_ = captured_->data();
+    call.check(cudaMemsetAsync(data_, 0, bytes, call.stream()), "cudaMemsetAsync");
+    return;
+  }
+  call.check(cudaStreamGetId(call.stream(), &stream_id_), "cudaStreamGetId");
+  pool_ = &scratch_pool_for(call.device(), purpose);
+  scratch_block& block = pool_->lend(stream_id_, call);
+  try {
+    if (block.bytes < bytes || block.epoch == last_epoch) {
+      if (block.bytes < bytes) {
+        void* data = nullptr;
+        const std::size_t grown = std::max<std::size_t>(bytes, 2 * block.bytes);
+        call.check(cudaMallocFromPoolAsync(&data, grown, temporary_memory_pool(call.device()),
+                                           call.stream()),
+                   "cudaMallocFromPoolAsync");
+        if (block.data != nullptr)
+          call.check(cudaFreeAsync(block.data, call.stream()), "cudaFreeAsync");
+        block.data = static_cast<unsigned char*>(data);
+        block.bytes = grown;
+      }
+      call.check(cudaMemsetAsync(block.data, 0, block.bytes, call.stream()), "cudaMemsetAsync");
+      block.epoch = 0;
+    }
+  } catch (...) {
+    if (pool_->give_back(block, stream_id_, call.stream()) != cudaSuccess) (void)cudaGetLastError();
+    throw;
+  }
+  block_ = &block;
+  data_ = block.data;
+  epoch_ = ++block.epoch;
+}
+
+inline void stream_scratch::release() {
+  if (captured_) captured_->release();
+  if (block_ != nullptr) {
+    scratch_block& block = *block_;
+    block_ = nullptr;
+    call_.check(pool_->give_back(block, stream_id_, call_.stream()), "cudaEventRecord");
+  }
+}
+
+inline stream_scratch::~stream_scratch() {
+  // Only reached with the block still lent when another error is already propagating: the
+  // block is handed back all the same (what was queued on it counts as its use).
+  if (block_ != nullptr && pool_->give_back(*block_, stream_id_, call_.stream()) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+// Called by one thread of each block of a kernel of `blocks` blocks, once the block is done
+// with what the others read: whether it was the last to finish. The last one puts the
+// counter back to 0 for the next call. The release orders the block's reads and writes
+// before its ticket, and the last block's acquire sees them all done.
+__device__ inline bool last_to_finish(unsigned* counter, unsigned blocks) {
+  device_atomic<unsigned> tickets(*counter);
+  if (tickets.fetch_add(1, cuda::memory_order_acq_rel) != blocks - 1) return false;
+  tickets.store(0, cuda::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace detail
 
-// Frees the memory ppat keeps with `stream` (see detail::stream_scratch), in stream order.
-// Call it before destroying a stream that ran ppat scans or reductions, and not while
-// another host thread is calling ppat on the same stream.
+// Frees the memory ppat keeps for the single-pass kernels of calls on `stream`, in stream
+// order. Optional: the memory is lent to calls on any stream once its last use is done, so
+// destroying a stream without calling this loses nothing; calling it returns the memory to
+// the pool (ppat::temporary_memory_pool) at once.
 inline void release_stream_memory(cudaStream_t stream = 0) {
-  constexpr const char* function = "ppat::release_stream_memory";
-  using scratch = detail::stream_scratch;
-  const int device = detail::device_of(stream, function);
-  const std::lock_guard<std::mutex> lock(scratch::registry_mutex());
-  auto& registry = scratch::registry();
-  for (auto kept = registry.begin(); kept != registry.end();) {
-    if (kept->first.device != device || kept->first.stream != stream) {
-      ++kept;
-      continue;
-    }
-    {
-      const std::lock_guard<std::mutex> in_use(kept->second->in_use);
-      if (kept->second->data != nullptr) {
-        detail::check_cuda(cudaFreeAsync(kept->second->data, stream), function, "cudaFreeAsync");
-      }
-    }
-    kept = registry.erase(kept);
+  const detail::call_context call(stream, "ppat::release_stream_memory");
+  unsigned long long stream_id = 0;
+  call.check(cudaStreamGetId(stream, &stream_id), "cudaStreamGetId");
+  for (auto purpose : {detail::lookback_status_words, detail::lookback_8_byte_words,
+                       detail::lookback_16_byte_words, detail::reduce_block_results}) {
+    detail::scratch_pool_for(call.device(), purpose).release(stream_id, call);
   }
 }
 

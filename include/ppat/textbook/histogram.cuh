@@ -46,13 +46,16 @@ void histogram_even_global_atomics(const Sample* samples, std::size_t n, Counter
                                    int num_bins, Level lower, Level upper,
                                    cudaStream_t stream = 0) {
   constexpr const char* function = "ppat::textbook::histogram_even_global_atomics";
-  const auto bin_of = ppat::detail::start_histogram_even(samples, n, hist, num_bins, lower, upper,
-                                                         stream, function);
+  ppat::detail::require_histogram_buffers(samples, n, hist, num_bins, function);
+  ppat::detail::require_even_levels(lower, upper, function);
+  const ppat::detail::call_context call(stream, function);
+  const auto bin_of =
+      ppat::detail::start_histogram_even(samples, n, hist, num_bins, lower, upper, call);
   if (n == 0) return;
-  const auto& limits = ppat::detail::limits_of(stream, function);
+  const auto& limits = call.limits();
   const unsigned blocks = ppat::detail::grid_stride_blocks(n, detail::histogram_threads, limits,
                                                            /*blocks_per_sm=*/8);
-  detail::histogram_global_atomics_kernel<<<blocks, detail::histogram_threads, 0, stream>>>(
+  detail::histogram_global_atomics_kernel<<<blocks, detail::histogram_threads, 0, call.stream()>>>(
       samples, n, hist, bin_of);
   ppat::detail::check_launch(function, "histogram_global_atomics_kernel");
 }
@@ -62,16 +65,19 @@ void histogram_even_shared_atomics(const Sample* samples, std::size_t n, Counter
                                    int num_bins, Level lower, Level upper,
                                    cudaStream_t stream = 0) {
   constexpr const char* function = "ppat::textbook::histogram_even_shared_atomics";
-  const auto bin_of = ppat::detail::start_histogram_even(samples, n, hist, num_bins, lower, upper,
-                                                         stream, function);
+  ppat::detail::require_histogram_buffers(samples, n, hist, num_bins, function);
+  ppat::detail::require_even_levels(lower, upper, function);
+  const ppat::detail::call_context call(stream, function);
+  const auto bin_of =
+      ppat::detail::start_histogram_even(samples, n, hist, num_bins, lower, upper, call);
   if (n == 0) return;
-  const auto& limits = ppat::detail::limits_of(stream, function);
+  const auto& limits = call.limits();
   const int window_bins =
       std::min<int>(num_bins, int(limits.shared_bytes_per_block_optin / sizeof(Counter)));
   const std::size_t shared_bytes = std::size_t(window_bins) * sizeof(Counter);
   using binning = std::remove_const_t<decltype(bin_of)>;
   const auto kernel = detail::histogram_shared_atomics_kernel<Sample, Counter, binning>;
-  ppat::detail::allow_dynamic_shared_bytes(kernel, shared_bytes, function);
+  ppat::detail::allow_dynamic_shared_bytes(kernel, shared_bytes, call);
 
   // As many resident blocks per SM as shared memory allows (1 KB a block is the system's).
   const int per_sm = int(limits.shared_bytes_per_sm / (shared_bytes + 1024));
@@ -79,8 +85,8 @@ void histogram_even_shared_atomics(const Sample* samples, std::size_t n, Counter
                                                            std::clamp(per_sm, 1, 8));
   const std::size_t windows = ppat::detail::ceil_div(std::size_t(num_bins), window_bins);
   const dim3 grid(blocks, unsigned(std::min<std::size_t>(windows, 65535)));
-  kernel<<<grid, detail::histogram_threads, shared_bytes, stream>>>(samples, n, hist, num_bins,
-                                                                    window_bins, bin_of);
+  kernel<<<grid, detail::histogram_threads, shared_bytes, call.stream()>>>(
+      samples, n, hist, num_bins, window_bins, bin_of);
   ppat::detail::check_launch(function, "histogram_shared_atomics_kernel");
 }
 

@@ -75,8 +75,8 @@ using ppat::detail::check_launch;
 using ppat::detail::uninitialized_array;
 
 template <class BlockScan, bool Exclusive, class T, class Op>
-void scan_level(const T* in, T* out, std::size_t n, T init, Op op, T* totals, cudaStream_t stream,
-                const char* function);
+void scan_level(const T* in, T* out, std::size_t n, T init, Op op, T* totals,
+                const ppat::detail::call_context& call);
 template <class BlockScan, bool Exclusive, class T, class Op>
 __global__ void scan_tiles_kernel(const T* in, T* out, std::size_t n, T* tile_totals, bool seeded,
                                   T init, Op op);
@@ -93,36 +93,39 @@ void three_phase_scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStr
   ppat::detail::require(n / tile < std::size_t(std::numeric_limits<int>::max()), function, "n",
                         "needs more tiles than one grid can launch");
   if (n == 0) return;
+  const ppat::detail::call_context call(stream, function);
+  ppat::detail::require_device_readable(in, n, call, "in");
+  ppat::detail::require_device_readable(out, n, call, "out");
   // One total per tile at every level whose items do not fit a single tile.
   std::size_t scratch = 0;
   for (std::size_t level = n; level > tile; level = ceil_div(level, tile)) {
     scratch += ceil_div(level, tile);
   }
-  ppat::detail::temporary_buffer<T> totals(scratch, stream, function);
-  scan_level<BlockScan, Exclusive>(in, out, n, init, op, totals.data(), stream, function);
+  ppat::detail::temporary_buffer<T> totals(scratch, call);
+  scan_level<BlockScan, Exclusive>(in, out, n, init, op, totals.data(), call);
   totals.release();
 }
 
 // Phase 1 scans each tile; when there is more than one, phase 2 scans their totals (the same
 // algorithm, one level up, in place) and phase 3 combines each tile with what precedes it.
 template <class BlockScan, bool Exclusive, class T, class Op>
-void scan_level(const T* in, T* out, std::size_t n, T init, Op op, T* totals, cudaStream_t stream,
-                const char* function) {
+void scan_level(const T* in, T* out, std::size_t n, T init, Op op, T* totals,
+                const ppat::detail::call_context& call) {
   const std::size_t tiles = ceil_div(n, BlockScan::tile_items);
   const bool single_tile = tiles == 1;
-  scan_tiles_kernel<BlockScan, Exclusive><<<unsigned(tiles), BlockScan::threads, 0, stream>>>(
-      in, out, n, single_tile ? nullptr : totals, single_tile, init, op);
-  check_launch(function, "scan_tiles_kernel");
+  scan_tiles_kernel<BlockScan, Exclusive>
+      <<<unsigned(tiles), BlockScan::threads, 0, call.stream()>>>(
+          in, out, n, single_tile ? nullptr : totals, single_tile, init, op);
+  check_launch(call.function(), "scan_tiles_kernel");
   if (single_tile) return;
 
-  scan_level<BlockScan, Exclusive>(totals, totals, tiles, init, op, totals + tiles, stream,
-                                   function);
+  scan_level<BlockScan, Exclusive>(totals, totals, tiles, init, op, totals + tiles, call);
 
   // Inclusive: tile 0 has nothing before it and is final already.
   const std::size_t offset_blocks = Exclusive ? tiles : tiles - 1;
   add_tile_offsets_kernel<BlockScan::tile_items, Exclusive>
-      <<<unsigned(offset_blocks), 256, 0, stream>>>(out, totals, n, op);
-  check_launch(function, "add_tile_offsets_kernel");
+      <<<unsigned(offset_blocks), 256, 0, call.stream()>>>(out, totals, n, op);
+  check_launch(call.function(), "add_tile_offsets_kernel");
 }
 
 // One block per tile. The tile is scanned inclusively in shared memory; the exclusive form

@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "../core/arguments.cuh"
+#include "../core/device.cuh"
 #include "../core/error.cuh"
 #include "../core/launch.cuh"
 #include "../core/shared_storage.cuh"
@@ -36,10 +37,14 @@ template <class T>
 void transpose_naive(const T* in, T* out, std::size_t rows, std::size_t cols,
                      cudaStream_t stream = 0) {
   constexpr const char* function = "ppat::textbook::transpose_naive";
-  if (ppat::detail::require_transpose_buffers(in, out, rows, cols, function) == 0) return;
+  const std::size_t count = ppat::detail::require_transpose_buffers(in, out, rows, cols, function);
+  if (count == 0) return;
+  const ppat::detail::call_context call(stream, function);
+  ppat::detail::require_transpose_readable(in, out, count, call);
   const dim3 block(32, 8);  // (x: along a row of `in`, y: down its rows)
-  detail::transpose_naive_kernel<<<ppat::detail::grid_2d(rows, cols, block), block, 0, stream>>>(
-      in, out, rows, cols);
+  detail::
+      transpose_naive_kernel<<<ppat::detail::grid_2d(rows, cols, block), block, 0, call.stream()>>>(
+          in, out, rows, cols);
   ppat::detail::check_launch(function, "transpose_naive_kernel");
 }
 
@@ -47,11 +52,15 @@ template <class T>
 void transpose_tiled(const T* in, T* out, std::size_t rows, std::size_t cols,
                      cudaStream_t stream = 0) {
   constexpr const char* function = "ppat::textbook::transpose_tiled";
-  if (ppat::detail::require_transpose_buffers(in, out, rows, cols, function) == 0) return;
+  const std::size_t count = ppat::detail::require_transpose_buffers(in, out, rows, cols, function);
+  if (count == 0) return;
+  const ppat::detail::call_context call(stream, function);
+  ppat::detail::require_transpose_readable(in, out, count, call);
   constexpr int tile = detail::transpose_tile;
   const dim3 block(tile, tile);  // one thread per element of a tile
-  detail::transpose_tiled_kernel<<<ppat::detail::grid_2d(rows, cols, block), block, 0, stream>>>(
-      in, out, rows, cols);
+  detail::
+      transpose_tiled_kernel<<<ppat::detail::grid_2d(rows, cols, block), block, 0, call.stream()>>>(
+          in, out, rows, cols);
   ppat::detail::check_launch(function, "transpose_tiled_kernel");
 }
 
