@@ -64,6 +64,13 @@ void reduce_case(session& s, int log2_n) {
       {"ppat::reduce",
        [&](int k) { ppat::reduce(in[k].data(), result.data(), n, T{}, ppat::plus{}, stream); },
        matches_cub});
+  // The input one item past a 16-byte boundary: item-sized accesses, the same tiles.
+  c.variants.push_back({"ppat::reduce, input one item off 16 B",
+                        [&](int k) {
+                          ppat::reduce(in[k].data() + 1, result.data(), n - 1, T{}, ppat::plus{},
+                                       stream);
+                        },
+                        nullptr});
   s.run(c);
 }
 

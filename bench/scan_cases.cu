@@ -93,6 +93,13 @@ void scan_case(session& s, int log2_n, bool exclusive) {
         {"ppat::inclusive_scan",
          [&](int k) { ppat::inclusive_scan(in[k].data(), out[k].data(), n, ppat::plus{}, stream); },
          matches_cub});
+    // Both buffers one item past a 16-byte boundary: item-sized accesses, the same tiles.
+    c.variants.push_back({"ppat::inclusive_scan, buffers one item off 16 B",
+                          [&](int k) {
+                            ppat::inclusive_scan(in[k].data() + 1, out[k].data() + 1, n - 1,
+                                                 ppat::plus{}, stream);
+                          },
+                          nullptr});
     c.variants.push_back({"textbook::hillis_steele_inclusive_scan",
                           [&](int k) {
                             tb::hillis_steele_inclusive_scan(in[k].data(), out[k].data(), n,
