@@ -5,11 +5,17 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -48,6 +54,43 @@ inline bool fits_item_budget(std::size_t items) {
   return items <= budget;
 }
 
+// Seconds a test may take before it counts as hung: instrumented runs (PPAT_TEST_MAX_ITEMS
+// set, under compute-sanitizer) are ten to a hundred times slower.
+inline double time_limit(double seconds) {
+  return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr ? 20 * seconds : seconds;
+}
+
+// The body of a test run in a child process of its own (a fresh CUDA context): it returns
+// the failures it found (empty when none), and the child exits with 0 only then. A fault
+// cannot touch the rest of the suite, and a hang ends after `seconds` with exit code 2.
+[[noreturn]] inline void run_in_child(double seconds, const std::function<std::string()>& body) {
+  std::thread([seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    std::fprintf(stderr, "hung: still running after %.0f s\n", seconds);
+    std::fflush(stderr);
+    std::_Exit(2);
+  }).detach();
+  std::string failures;
+  try {
+    failures = body();
+  } catch (const std::exception& e) {
+    failures = std::string("exception: ") + e.what();
+  }
+  if (!failures.empty()) std::fprintf(stderr, "%s\n", failures.c_str());
+  std::fflush(stderr);
+  std::_Exit(failures.empty() ? 0 : 1);
+}
+
+// Runs `body` (a std::string() callable) through run_in_child. The child is a new run of the
+// test binary (gtest's "threadsafe" death-test style), not a fork of a process that holds
+// a CUDA context.
+#define PPAT_EXPECT_IN_CHILD(seconds, ...)                                                \
+  do {                                                                                    \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                                       \
+    EXPECT_EXIT(::ppat_test::run_in_child(::ppat_test::time_limit(seconds), __VA_ARGS__), \
+                ::testing::ExitedWithCode(0), "");                                        \
+  } while (0)
+
 // A fresh seed every run (PPAT_TEST_SEED replays one); tests print it when they fail.
 inline std::uint64_t run_seed() {
   static const std::uint64_t seed = []() -> std::uint64_t {
@@ -84,6 +127,18 @@ std::vector<T> exact_fractions(std::size_t n, long long range, double unit) {
   std::vector<T> values(n);
   for (std::size_t i = 0; i < n; ++i)
     values[i] = T(double(ints[i]) * unit);
+  return values;
+}
+
+// Floats of both signs spread over 2^-20 to 2^20: sums of them round at every step, so any
+// change in the order of combination shows in the last bits.
+template <class T>
+std::vector<T> spread_floats(std::size_t n) {
+  std::uniform_real_distribution<T> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  std::vector<T> values(n);
+  for (auto& v : values)
+    v = std::ldexp(mantissa(rng()), exponent(rng()));
   return values;
 }
 

@@ -166,7 +166,8 @@ TEST(temporary_memory, pool_keeps_memory_between_calls) {
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   {
-    ppat::detail::temporary_buffer<double> buffer(1 << 20, stream, "test");
+    const ppat::detail::call_context call(stream, "test");
+    ppat::detail::temporary_buffer<double> buffer(1 << 20, call);
     ASSERT_NE(buffer.data(), nullptr);
     PPAT_CUDA_OK(cudaMemsetAsync(buffer.data(), 0, (1 << 20) * sizeof(double), stream));
     buffer.release();
@@ -181,8 +182,9 @@ TEST(temporary_memory, pool_keeps_memory_between_calls) {
 }
 
 TEST(temporary_memory, zero_elements_allocate_nothing) {
-  // No CUDA call at all: runs without a GPU.
-  ppat::detail::temporary_buffer<int> buffer(0, nullptr, "test");
+  PPAT_REQUIRE_GPU();
+  const ppat::detail::call_context call(0, "test");
+  ppat::detail::temporary_buffer<int> buffer(0, call);
   EXPECT_EQ(buffer.data(), nullptr);
   EXPECT_NO_THROW(buffer.release());
 }

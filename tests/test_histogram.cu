@@ -174,24 +174,33 @@ TEST(histogram_even, huge_u8_above_2_pow_28) {
 }
 
 // A CUDA failure surfaces as ppat::cuda_error naming the ppat function, and leaves no
-// error pending. A host pointer for `hist` makes cudaMemsetAsync fail before any launch.
+// error pending. The legacy default stream cannot be used while a blocking stream of its
+// device is being captured: the call's first question about the stream fails.
 TEST(histogram_even, cuda_failure_names_the_function) {
   PPAT_REQUIRE_GPU();
   device_buffer<int> samples(std::vector<int>(16, 1));
-  std::vector<std::uint32_t> host_hist(8);
+  device_buffer<std::uint32_t> hist(8);
+  cudaStream_t blocking;
+  PPAT_CUDA_OK(cudaStreamCreate(&blocking));
   for (rung r : rungs) {
     const std::string function = r == rung::production
                                      ? std::string("ppat::histogram_even")
                                      : std::string("ppat::textbook::histogram_even_") + name(r);
+    PPAT_CUDA_OK(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal));
     try {
-      run_histogram(r, samples.data(), 16, host_hist.data(), 8, 0, 8);
+      run_histogram(r, samples.data(), 16, hist.data(), 8, 0, 8);
       ADD_FAILURE() << "no exception from " << function;
     } catch (const ppat::cuda_error& e) {
-      EXPECT_NE(e.code(), cudaSuccess);
-      EXPECT_NE(std::string(e.what()).find(function + ":"), std::string::npos) << e.what();
+      EXPECT_EQ(e.code(), cudaErrorStreamCaptureImplicit) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(function + ":", 0), 0u) << e.what();
     }
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    cudaGraph_t graph = nullptr;
+    PPAT_CUDA_OK(cudaStreamEndCapture(blocking, &graph));
+    PPAT_CUDA_OK(cudaGraphDestroy(graph));
   }
+  PPAT_CUDA_OK(cudaStreamDestroy(blocking));
+  ppat_test::expect_no_cuda_error();
 }
 
 TEST(histogram_even_arguments, bad_arguments_are_rejected) {

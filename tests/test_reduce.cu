@@ -3,6 +3,7 @@
 // floating-point determinism, streams, graph capture, bad input.
 #include <ppat/ppat.cuh>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -143,6 +144,38 @@ TEST(reduce, float_results_are_deterministic) {
   for (float v : in)
     exact += v;
   EXPECT_LT(std::abs(double(got[0]) - exact), 1.0);
+}
+
+// The same float values from buffers of any alignment give the same bits: the split into
+// blocks and every combination's order depend on n alone.
+template <class T>
+void expect_same_bits_at_every_alignment(std::size_t n) {
+  if (!ppat_test::fits_item_budget(n)) return;
+  SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + " n=" + std::to_string(n));
+  const auto values = ppat_test::spread_floats<T>(n);
+  constexpr std::size_t most = 16 / sizeof(T) - 1;  // items short of the next 16 bytes
+  device_buffer<T> input(n + most), results(most + 1);
+  results.poison();
+  for (std::size_t shift = 0; shift <= most; ++shift) {
+    std::vector<T> padded(n + most, T(0));
+    std::copy(values.begin(), values.end(), padded.begin() + shift);
+    input.upload(padded);
+    ppat::reduce(input.data() + shift, results.data() + shift, n, T(0.25));
+  }
+  ppat_test::expect_no_cuda_error();
+  const auto got = results.download();
+  EXPECT_FALSE(std::isnan(got[0]));
+  const std::vector<T> aligned(most + 1, got[0]);
+  EXPECT_EQ(ppat_test::first_mismatch(got, aligned), -1) << "items off 16 bytes";
+}
+
+TEST(reduce, float_bits_do_not_depend_on_alignment) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{1000}, std::size_t{100003}, std::size_t{3000017}}) {
+    expect_same_bits_at_every_alignment<float>(n);
+    expect_same_bits_at_every_alignment<double>(n);
+  }
 }
 
 // More than 2^32 items: 64-bit indexing everywhere.

@@ -478,6 +478,50 @@ TEST(single_pass_scan, float_results_are_deterministic) {
   }
 }
 
+// The same float values from buffers of any alignment give the same bits: the tile shape
+// and every combination's order depend on n alone, not on which accesses the buffers allow.
+template <class T>
+void expect_same_bits_at_every_alignment(std::size_t n) {
+  if (!ppat_test::fits_item_budget(n)) return;
+  SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + " n=" + std::to_string(n));
+  const auto values = ppat_test::spread_floats<T>(n);
+  constexpr std::size_t most = 16 / sizeof(T) - 1;  // items short of the next 16 bytes
+  device_buffer<T> input(n + most), output(n + most);
+  for (kind k : kinds) {
+    std::vector<T> aligned;
+    for (std::size_t in_shift : {std::size_t{0}, std::size_t{1}, most}) {
+      std::vector<T> padded(n + most, T(0));
+      std::copy(values.begin(), values.end(), padded.begin() + in_shift);
+      input.upload(padded);
+      for (std::size_t out_shift : {std::size_t{0}, std::size_t{1}}) {
+        output.poison();
+        run_scan(rung::single_pass, k, input.data() + in_shift, output.data() + out_shift, n,
+                 T(0.25), ppat::plus{});
+        ppat_test::expect_no_cuda_error();
+        const auto all = output.download();
+        const std::vector<T> got(all.begin() + out_shift, all.begin() + out_shift + n);
+        if (aligned.empty()) {
+          aligned = got;
+          EXPECT_TRUE(std::none_of(got.begin(), got.end(), [](T v) { return std::isnan(v); }));
+        } else {
+          EXPECT_EQ(ppat_test::first_mismatch(got, aligned), -1)
+              << name(k) << ", in " << in_shift << " and out " << out_shift
+              << " items off 16 bytes, against both aligned";
+        }
+      }
+    }
+  }
+}
+
+TEST(single_pass_scan, float_bits_do_not_depend_on_alignment) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{5003}, std::size_t{100003}, std::size_t{3000017}}) {
+    expect_same_bits_at_every_alignment<float>(n);
+    expect_same_bits_at_every_alignment<double>(n);
+  }
+}
+
 // More than 2^28 items: three levels of tile totals.
 TEST(textbook_scan, huge_i32_above_2_pow_28) {
   PPAT_REQUIRE_GPU();

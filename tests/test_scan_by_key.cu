@@ -3,8 +3,10 @@
 // operators (one non-commutative), in place, init values, streams, graph capture, bad input.
 #include <ppat/ppat.cuh>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 
 #include "reference.hpp"
 #include "support.hpp"
@@ -186,6 +188,46 @@ TEST(scan_by_key, float_results_are_deterministic) {
     }
     ppat_test::expect_no_cuda_error();
     EXPECT_EQ(ppat_test::first_mismatch(first.download(), second.download()), -1) << name(k);
+  }
+}
+
+// The same keys and float values from buffers of any alignment give the same bits.
+TEST(scan_by_key, float_bits_do_not_depend_on_alignment) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = ppat_test::fits_item_budget(2000003) ? 2000003 : 100003;
+  const auto keys = run_keys<int>(n, 100000, 5);
+  const auto values = ppat_test::spread_floats<float>(n);
+  constexpr std::size_t most = 3;  // items short of the next 16 bytes
+  device_buffer<int> key_buffer(n + most);
+  device_buffer<float> input(n + most), output(n + most);
+  for (kind k : kinds) {
+    std::vector<float> aligned;
+    for (std::size_t shift : {std::size_t{0}, std::size_t{1}, most}) {
+      std::vector<int> padded_keys(n + most, 0);
+      std::vector<float> padded(n + most, 0.0f);
+      std::copy(keys.begin(), keys.end(), padded_keys.begin() + shift);
+      std::copy(values.begin(), values.end(), padded.begin() + shift);
+      key_buffer.upload(padded_keys);
+      input.upload(padded);
+      output.poison();
+      if (k == kind::inclusive) {
+        ppat::inclusive_scan_by_key(key_buffer.data() + shift, input.data() + shift,
+                                    output.data() + shift, n);
+      } else {
+        ppat::exclusive_scan_by_key(key_buffer.data() + shift, input.data() + shift,
+                                    output.data() + shift, n, 0.5f);
+      }
+      ppat_test::expect_no_cuda_error();
+      const auto all = output.download();
+      const std::vector<float> got(all.begin() + shift, all.begin() + shift + n);
+      if (aligned.empty()) {
+        aligned = got;
+      } else {
+        EXPECT_EQ(ppat_test::first_mismatch(got, aligned), -1)
+            << name(k) << ", buffers " << shift << " items off 16 bytes";
+      }
+    }
   }
 }
 
