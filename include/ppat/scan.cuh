@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "core/arguments.cuh"
 #include "core/device.cuh"
@@ -101,22 +103,67 @@ struct plain_source {
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
 
-// A value, and how many segments start within the items it combines, modulo 2^32. Only
-// differences of counts matter, and whether a right operand holds any start; right
-// operands never span more than one tile, far fewer than 2^32 items.
-template <class T>
+// A value, and how many segments start within the items it combines. The scans by key
+// count modulo 2^32 (`unsigned`): only differences of counts matter there, and whether a
+// right operand holds any start; right operands never span more than one tile, far fewer
+// than 2^32 items. Segmented reductions count exactly (`segment_count`, select.cuh).
+template <class T, class Count = unsigned>
 struct segmented {
   T value;
-  unsigned starts;
+  Count starts;
 };
 
 // Combines within segments: a right operand in which a segment starts discards the left.
 template <class Op>
 struct segmented_op {
   Op op;
-  template <class T>
-  __device__ segmented<T> operator()(const segmented<T>& a, const segmented<T>& b) const {
-    return {b.starts != 0 ? b.value : op(a.value, b.value), a.starts + b.starts};
+  template <class T, class Count>
+  __device__ segmented<T, Count> operator()(const segmented<T, Count>& a,
+                                            const segmented<T, Count>& b) const {
+    return {b.starts != Count{} ? b.value : op(a.value, b.value), a.starts + b.starts};
+  }
+};
+
+// Which of the Vec keys at keys[first..] start a segment, a bit each: the first item, and
+// every key that differs from the one before it.
+template <bool Aligned, int Vec, class K>
+__device__ unsigned segment_starts(const K* keys, std::size_t first) {
+  K k[Vec];
+  load_items<Aligned>(keys + first, k);
+  K previous = first > 0 ? keys[first - 1] : K{};
+  unsigned starts = 0;
+#pragma unroll
+  for (int j = 0; j < Vec; ++j) {
+    starts |= ((first == 0 && j == 0) || !(k[j] == previous) ? 1u : 0u) << j;
+    previous = k[j];
+  }
+  return starts;
+}
+
+template <class K>
+__device__ bool starts_segment(const K* keys, std::size_t i) {
+  return i == 0 || !(keys[i] == keys[i - 1]);
+}
+
+// Vec values as loaded (`Values`, register_items or the like), and which of them start a
+// segment, a bit each: fewer registers than Vec (value, count) pairs.
+template <class Values, class Count, int Vec>
+struct segment_items {
+  using value_type = std::remove_cv_t<decltype(std::declval<const Values&>()[0])>;
+  using item = segmented<value_type, Count>;
+  Values values;
+  unsigned starts;
+
+  __device__ item operator[](int j) const { return {values[j], Count((starts >> j) & 1u)}; }
+  __device__ void assign(const item (&items)[Vec]) {
+    value_type v[Vec];
+    starts = 0;
+#pragma unroll
+    for (int j = 0; j < Vec; ++j) {
+      v[j] = items[j].value;
+      starts |= (items[j].starts != Count{} ? 1u : 0u) << j;
+    }
+    values.assign(v);
   }
 };
 
@@ -130,24 +177,7 @@ struct by_key_source {
   using combiner = segmented_op<Op>;
   using result_type = T;
   static constexpr int vec = Vec;
-  // Vec values as loaded, and which of them start a segment, a bit each: fewer registers
-  // than Vec (value, count) pairs.
-  struct held {
-    register_items<T, Vec> values;
-    unsigned starts;
-
-    __device__ item operator[](int j) const { return {values[j], (starts >> j) & 1u}; }
-    __device__ void assign(const item (&items)[Vec]) {
-      T v[Vec];
-      starts = 0;
-#pragma unroll
-      for (int j = 0; j < Vec; ++j) {
-        v[j] = items[j].value;
-        starts |= (items[j].starts != 0 ? 1u : 0u) << j;
-      }
-      values.assign(v);
-    }
-  };
+  using held = segment_items<register_items<T, Vec>, unsigned, Vec>;
   const K* keys;
   const T* in;
   T* out;
@@ -155,19 +185,11 @@ struct by_key_source {
   combiner op;
 
   __device__ void load(std::size_t first, held& to) const {
-    K k[Vec];
-    load_items<Aligned>(keys + first, k);
+    to.starts = segment_starts<Aligned, Vec>(keys, first);
     to.values.template load<Aligned>(in + first);
-    K previous = first > 0 ? keys[first - 1] : K{};
-    to.starts = 0;
-#pragma unroll
-    for (int j = 0; j < Vec; ++j) {
-      to.starts |= ((first == 0 && j == 0) || !(k[j] == previous) ? 1u : 0u) << j;
-      previous = k[j];
-    }
   }
   __device__ item load_one(std::size_t i) const {
-    return {in[i], i == 0 || !(keys[i] == keys[i - 1]) ? 1u : 0u};
+    return {in[i], starts_segment(keys, i) ? 1u : 0u};
   }
   __device__ T result(const partial<item>& before, const item& through) const {
     if constexpr (Exclusive) {
@@ -181,9 +203,7 @@ struct by_key_source {
   __device__ void store(std::size_t first, const T (&results)[Vec]) const {
     store_items<Aligned>(out + first, results);
   }
-  __device__ void store_one(std::size_t i, const T& result) const {
-    out[i] = result;
-  }
+  __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
 
 // A tile: `threads` / 32 warps; each warp owns `rows` x 32 x `vec` consecutive items, row r
