@@ -10,5 +10,6 @@
 #include "histogram.cuh"
 #include "reduce.cuh"
 #include "scan.cuh"
+#include "select.cuh"
 #include "textbook.cuh"
 #include "transpose.cuh"

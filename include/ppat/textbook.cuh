@@ -3,4 +3,5 @@
 
 #include "textbook/histogram.cuh"
 #include "textbook/scan.cuh"
+#include "textbook/select.cuh"
 #include "textbook/transpose.cuh"
