@@ -171,4 +171,61 @@ std::vector<T> permute(const std::vector<T>& in, const std::vector<std::size_t>&
   return out;
 }
 
+// Stream compaction: the items `keep` accepts, in input order.
+template <class T, class Keep>
+std::vector<T> select(const std::vector<T>& in, Keep keep) {
+  std::vector<T> out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (keep(i)) out.push_back(in[i]);
+  }
+  return out;
+}
+
+// std::stable_partition: the accepted items, then the rejected ones, each in input order.
+template <class T, class Pred>
+std::vector<T> stable_partition(const std::vector<T>& in, Pred pred) {
+  std::vector<T> out = select(in, [&](std::size_t i) { return bool(pred(in[i])); });
+  const std::vector<T> rejected = select(in, [&](std::size_t i) { return !bool(pred(in[i])); });
+  out.insert(out.end(), rejected.begin(), rejected.end());
+  return out;
+}
+
+// Where runs of equal consecutive keys (==) start: the positions std::unique keeps.
+template <class K>
+std::vector<bool> run_starts(const std::vector<K>& keys) {
+  std::vector<bool> starts(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    starts[i] = i == 0 || !(keys[i] == keys[i - 1]);
+  return starts;
+}
+
+// Each run's values folded left to right.
+template <class K, class V, class Op>
+std::vector<V> reduce_by_key(const std::vector<K>& keys, const std::vector<V>& values, Op op) {
+  const std::vector<bool> starts = run_starts(keys);
+  std::vector<V> out;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (starts[i]) {
+      out.push_back(values[i]);
+    } else {
+      out.back() = op(out.back(), values[i]);
+    }
+  }
+  return out;
+}
+
+template <class K, class Count>
+std::vector<Count> run_lengths(const std::vector<K>& keys) {
+  const std::vector<bool> starts = run_starts(keys);
+  std::vector<Count> out;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (starts[i]) {
+      out.push_back(Count(1));
+    } else {
+      ++out.back();
+    }
+  }
+  return out;
+}
+
 }  // namespace ppat_reference
