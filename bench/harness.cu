@@ -30,11 +30,11 @@ __host__ __device__ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 template <class T>
-__global__ void fill_uniform_kernel(T* data, std::size_t n, double low, double high,
-                                    std::uint64_t seed) {
+__global__ void fill_uniform_kernel(T* data, std::size_t n, std::size_t run_length, double low,
+                                    double high, std::uint64_t seed) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::uint64_t bits = splitmix64(seed ^ splitmix64(i));
+    const std::uint64_t bits = splitmix64(seed ^ splitmix64(i / run_length));
     if constexpr (std::is_integral_v<T>) {
       const auto span = std::uint64_t(high - low) + 1;
       data[i] = T((long long)low + (long long)(bits % span));
@@ -77,7 +77,13 @@ std::string size_text(std::size_t n) {
 
 template <class T>
 void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t seed) {
-  fill_uniform_kernel<<<1024, 256>>>(data, n, low, high, seed);
+  fill_uniform_runs(data, n, 1, low, high, seed);
+}
+
+template <class T>
+void fill_uniform_runs(T* data, std::size_t n, std::size_t run_length, double low, double high,
+                       std::uint64_t seed) {
+  fill_uniform_kernel<<<1024, 256>>>(data, n, run_length, low, high, seed);
   check(cudaGetLastError(), "fill_uniform_kernel");
   // Cases run on a non-blocking stream, which does not wait for the legacy stream.
   check(cudaDeviceSynchronize(), "fill_uniform_kernel");
@@ -90,6 +96,20 @@ template void fill_uniform(std::uint32_t*, std::size_t, double, double, std::uin
 template void fill_uniform(std::int64_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(float*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(double*, std::size_t, double, double, std::uint64_t);
+template void fill_uniform_runs(std::uint8_t*, std::size_t, std::size_t, double, double,
+                                std::uint64_t);
+template void fill_uniform_runs(std::uint16_t*, std::size_t, std::size_t, double, double,
+                                std::uint64_t);
+template void fill_uniform_runs(std::int16_t*, std::size_t, std::size_t, double, double,
+                                std::uint64_t);
+template void fill_uniform_runs(std::int32_t*, std::size_t, std::size_t, double, double,
+                                std::uint64_t);
+template void fill_uniform_runs(std::uint32_t*, std::size_t, std::size_t, double, double,
+                                std::uint64_t);
+template void fill_uniform_runs(std::int64_t*, std::size_t, std::size_t, double, double,
+                                std::uint64_t);
+template void fill_uniform_runs(float*, std::size_t, std::size_t, double, double, std::uint64_t);
+template void fill_uniform_runs(double*, std::size_t, std::size_t, double, double, std::uint64_t);
 
 __global__ void fill_runs_kernel(std::int32_t* keys, std::size_t n, std::size_t run_length,
                                  std::uint64_t seed) {

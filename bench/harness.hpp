@@ -68,6 +68,10 @@ class device_array {
 // Returns once the data is on the device.
 template <class T>
 void fill_uniform(T* data, std::size_t n, double low, double high, std::uint64_t seed);
+// The same in runs of `run_length` equal values, each run's drawn from (seed, run index).
+template <class T>
+void fill_uniform_runs(T* data, std::size_t n, std::size_t run_length, double low, double high,
+                       std::uint64_t seed);
 
 // Keys in runs of `run_length` equal values, each run's key drawn from (seed, run index).
 void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::uint64_t seed);
@@ -85,7 +89,7 @@ struct variant {
 };
 
 struct bench_case {
-  std::string pattern;  // "scan", "histogram", "transpose", "overhead"
+  std::string pattern;  // "scan", "select", "histogram", "transpose", "overhead"
   std::string label;    // what is computed, e.g. "inclusive i32"
   std::string type;
   std::size_t n = 0;  // items
@@ -142,6 +146,7 @@ class session {
 // Each pattern's cases.
 void bench_scan(session& s);
 void bench_reduce(session& s);
+void bench_select(session& s);
 void bench_histogram(session& s);
 void bench_transpose(session& s);
 void bench_overhead(session& s);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,35 @@ bool run_and_compare(const std::vector<In>& input, const std::vector<Out>& expec
   check_cuda(cudaFree(out));
   return std::memcmp(actual.data(), expected.data(), actual.size() * sizeof(Out)) == 0;
 }
+
+// What a selection writes to an output of `n` items poisoned with 0xFF bytes: the items kept,
+// then the poison untouched.
+template <class T>
+std::vector<T> kept_then_poison(std::vector<T> kept, std::size_t n) {
+  T poison;
+  std::memset(&poison, 0xFF, sizeof(T));
+  kept.resize(n, poison);
+  return kept;
+}
+
+// Runs `call(count)` with a device count and throws unless it wrote `expected`.
+void expect_count(std::size_t expected, const std::function<void(std::size_t*)>& call) {
+  std::size_t* count = nullptr;
+  check_cuda(cudaMalloc(&count, sizeof(std::size_t)));
+  call(count);
+  std::size_t got = 0;
+  const cudaError_t copied = cudaMemcpy(&got, count, sizeof got, cudaMemcpyDeviceToHost);
+  check_cuda(cudaFree(count));
+  check_cuda(copied);
+  if (got != expected) {
+    throw std::runtime_error("count " + std::to_string(got) + ", expected " +
+                             std::to_string(expected));
+  }
+}
+
+struct is_positive {
+  __host__ __device__ bool operator()(int x) const { return x > 0; }
+};
 
 }  // namespace
 
@@ -128,6 +158,74 @@ int self_check() {
     return run_and_compare<int, int>(ints, exclusive, [&](const int* in, int* out) {
       tb::blelloch_exclusive_scan(in, out, n, init);
     });
+  });
+
+  const auto positive = ppat_reference::select(ints, [&](std::size_t i) { return ints[i] > 0; });
+  report("select_if", [&] {
+    return run_and_compare<int, int>(ints, kept_then_poison(positive, n),
+                                     [&](const int* in, int* out) {
+                                       expect_count(positive.size(), [&](std::size_t* count) {
+                                         ppat::select_if(in, out, count, n, is_positive{});
+                                       });
+                                     });
+  });
+  report("partition", [&] {
+    return run_and_compare<int, int>(ints, ppat_reference::stable_partition(ints, is_positive{}),
+                                     [&](const int* in, int* out) {
+                                       expect_count(positive.size(), [&](std::size_t* count) {
+                                         ppat::partition(in, out, count, n, is_positive{});
+                                       });
+                                     });
+  });
+  const auto starts = ppat_reference::run_starts(small);
+  const auto heads = ppat_reference::select(small, [&](std::size_t i) { return bool(starts[i]); });
+  report("unique", [&] {
+    return run_and_compare<int, int>(
+        small, kept_then_poison(heads, n), [&](const int* in, int* out) {
+          expect_count(heads.size(), [&](std::size_t* count) { ppat::unique(in, out, count, n); });
+        });
+  });
+  // The run-based reductions, with their first output (the runs' keys) checked by unique.
+  const auto with_keys_out = [&](const std::function<void(int*)>& call) {
+    int* keys_out = nullptr;
+    check_cuda(cudaMalloc(&keys_out, n * sizeof(int)));
+    try {
+      call(keys_out);
+    } catch (...) {
+      (void)cudaFree(keys_out);
+      throw;
+    }
+    check_cuda(cudaFree(keys_out));
+  };
+  report("reduce_by_key", [&] {
+    return run_and_compare<int, int>(
+        small, kept_then_poison(ppat_reference::reduce_by_key(small, small, ppat::plus{}), n),
+        [&](const int* in, int* out) {
+          with_keys_out([&](int* keys_out) {
+            expect_count(heads.size(), [&](std::size_t* count) {
+              ppat::reduce_by_key(in, in, keys_out, out, count, n);
+            });
+          });
+        });
+  });
+  report("run_length_encode", [&] {
+    return run_and_compare<int, unsigned>(
+        small, kept_then_poison(ppat_reference::run_lengths<int, unsigned>(small), n),
+        [&](const int* in, unsigned* out) {
+          with_keys_out([&](int* keys_out) {
+            expect_count(heads.size(), [&](std::size_t* count) {
+              ppat::run_length_encode(in, keys_out, out, count, n);
+            });
+          });
+        });
+  });
+  report("textbook::scan_then_scatter_select_if", [&] {
+    return run_and_compare<int, int>(
+        ints, kept_then_poison(positive, n), [&](const int* in, int* out) {
+          expect_count(positive.size(), [&](std::size_t* count) {
+            tb::scan_then_scatter_select_if(in, out, count, n, is_positive{});
+          });
+        });
   });
 
   auto samples = random_values<float>(n, -0.25f, 1.25f);

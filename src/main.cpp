@@ -26,7 +26,7 @@ commands:
   check                run every primitive once on random data against the host reference
 
 bench options:
-  --pattern P[,P...]   scan, reduce, histogram, transpose, overhead (default: all)
+  --pattern P[,P...]   scan, reduce, select, histogram, transpose, overhead (default: all)
   --sizes SPEC         log2 of the item counts: FROM:TO[:STEP] or a list, e.g. 16:30:2 or 20,24
                        (transpose: square-ish matrices of 2^k elements instead of its shapes)
   --types T[,T...]     i32 f32 i64 f64 u8 u16 i16 16B (default: each pattern's own set)
@@ -87,8 +87,8 @@ std::vector<int> parse_sizes(const std::string& spec) {
 
 ppat_bench::options parse_bench_options(const std::vector<std::string>& args) {
   ppat_bench::options opts;
-  const std::vector<std::string> patterns = {"scan", "reduce", "histogram", "transpose",
-                                              "overhead"};
+  const std::vector<std::string> patterns = {"scan",      "reduce",    "select",
+                                             "histogram", "transpose", "overhead"};
   const std::vector<std::string> types = {"i32", "f32", "i64", "f64", "u8", "u16", "i16", "16B"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -206,6 +206,7 @@ int bench(const std::vector<std::string>& args) {
   ppat_bench::bench_overhead(session);
   ppat_bench::bench_scan(session);
   ppat_bench::bench_reduce(session);
+  ppat_bench::bench_select(session);
   ppat_bench::bench_histogram(session);
   ppat_bench::bench_transpose(session);
   return session.finish() ? 0 : 1;
