@@ -11,5 +11,6 @@
 #include "reduce.cuh"
 #include "scan.cuh"
 #include "select.cuh"
+#include "sort.cuh"
 #include "textbook.cuh"
 #include "transpose.cuh"

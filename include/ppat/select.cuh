@@ -55,9 +55,6 @@
 namespace ppat {
 namespace detail {
 
-struct no_values {};
-template <class V>
-using value_or_char = std::conditional_t<std::is_same_v<V, no_values>, char, V>;
 template <class Pred>
 struct predicate_rule;
 template <class Flag>

@@ -4,4 +4,5 @@
 #include "textbook/histogram.cuh"
 #include "textbook/scan.cuh"
 #include "textbook/select.cuh"
+#include "textbook/sort.cuh"
 #include "textbook/transpose.cuh"

@@ -10,11 +10,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "vector_io.cuh"
 #include "warp.cuh"
 
 namespace ppat::detail {
+
+// What a kernel that moves values with its items takes for V where there are none, and the
+// type it holds in their place.
+struct no_values {};
+template <class V>
+using value_or_char = std::conditional_t<std::is_same_v<V, no_values>, char, V>;
 
 // Bits that hold every count from 0 to `most`.
 __host__ __device__ constexpr int bits_for(unsigned most) {

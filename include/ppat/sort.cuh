@@ -1,0 +1,555 @@
+// Radix sort: stable, of keys or key-value pairs, ascending or descending, on any range of
+// the key's bits, into outputs that never alias the inputs.
+//
+//   ppat::sort_keys(in, out, n, order, begin_bit, end_bit, stream)
+//   ppat::sort_pairs(keys_in, keys_out, values_in, values_out, n, order, begin_bit, end_bit,
+//                    stream)
+//
+// A key is sorted by its order-preserving unsigned image (core/radix_key.cuh: NaNs after
+// +inf, -0.0 before +0.0), least significant digit first, up to 8 bits a pass.
+//
+// Onesweep (Adinets & Merrill 2022). One kernel reads every key once and counts the digits
+// of all passes at once; its last block turns the counts into where each digit's keys start
+// in the output. Then one kernel a pass: a tile ranks its keys by digit (warps match equal
+// digits with ballots and count them in warp-private shared counters), publishes its 256
+// digit counts at once, stages keys and values in shared memory in digit order, learns from
+// the tiles before it, one thread a digit walking back through their published counts (a
+// look-back with a chain per digit), where each digit's keys go, and writes them there.
+// Keys move once a pass: read once, written once.
+//
+// A published count takes 30 bits of a 32-bit word beside its 2-bit status, so a pass
+// covers at most 2^30 - 1 keys a launch: larger inputs run in portions, each portion's
+// digit starts carried to the next by its last tile.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/arguments.cuh"
+#include "core/atomic.cuh"
+#include "core/block.cuh"
+#include "core/device.cuh"
+#include "core/error.cuh"
+#include "core/launch.cuh"
+#include "core/memory.cuh"
+#include "core/radix_key.cuh"
+#include "core/shared_storage.cuh"
+#include "core/warp.cuh"
+
+namespace ppat {
+
+enum class order { ascending, descending };
+
+namespace detail {
+template <class K, class V>
+void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                order ord, int begin_bit, int end_bit, cudaStream_t stream, const char* function);
+}  // namespace detail
+
+template <class K>
+void sort_keys(const K* in, K* out, std::size_t n, order ord = order::ascending, int begin_bit = 0,
+               int end_bit = 8 * sizeof(K), cudaStream_t stream = 0) {
+  detail::radix_sort<K, detail::no_values>(in, out, nullptr, nullptr, n, ord, begin_bit, end_bit,
+                                           stream, "ppat::sort_keys");
+}
+
+template <class K, class V>
+void sort_pairs(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                order ord = order::ascending, int begin_bit = 0, int end_bit = 8 * sizeof(K),
+                cudaStream_t stream = 0) {
+  static_assert(std::is_trivially_copyable_v<V> && sizeof(V) <= 16,
+                "ppat::sort_pairs: values are trivially copyable, of 1 to 16 bytes");
+  detail::radix_sort(keys_in, keys_out, values_in, values_out, n, ord, begin_bit, end_bit, stream,
+                     "ppat::sort_pairs");
+}
+
+namespace detail {
+
+// ---- Arguments --------------------------------------------------------------------------
+
+// Checks shared with the textbook sorts: everything that can be checked before a CUDA call.
+template <class K, class V>
+void require_sort_arguments(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                            std::size_t n, order ord, int begin_bit, int end_bit,
+                            const char* function) {
+  static_assert(radix_key<K>::supported,
+                "ppat sorts keys that are integers (not bool), float, double, __half or "
+                "__nv_bfloat16");
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  const char* const in_name = has_values ? "keys_in" : "in";
+  const char* const out_name = has_values ? "keys_out" : "out";
+  require(begin_bit >= 0 && begin_bit <= int(8 * sizeof(K)), function, "begin_bit",
+          "must be in [0, 8 * sizeof(K)]");
+  require(end_bit >= begin_bit && end_bit <= int(8 * sizeof(K)), function, "end_bit",
+          "must be in [begin_bit, 8 * sizeof(K)]");
+  require(ord == order::ascending || ord == order::descending, function, "ord",
+          "must be order::ascending or order::descending");
+  require_buffer(keys_in, n, function, in_name);
+  require_buffer(keys_out, n, function, out_name);
+  require_disjoint(keys_in, n, keys_out, n, function, in_name, out_name);
+  if constexpr (has_values) {
+    require_buffer(values_in, n, function, "values_in");
+    require_buffer(values_out, n, function, "values_out");
+    require_disjoint(values_in, n, values_out, n, function, "values_in", "values_out");
+    require_disjoint(keys_in, n, values_out, n, function, "keys_in", "values_out");
+    require_disjoint(values_in, n, keys_out, n, function, "values_in", "keys_out");
+    require_disjoint(keys_out, n, values_out, n, function, "keys_out", "values_out");
+  }
+}
+
+template <class K, class V>
+void require_sort_buffers_readable(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                                   std::size_t n, const call_context& call) {
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  require_device_readable(keys_in, n, call, has_values ? "keys_in" : "in");
+  require_device_readable(keys_out, n, call, has_values ? "keys_out" : "out");
+  if constexpr (has_values) {
+    require_device_readable(values_in, n, call, "values_in");
+    require_device_readable(values_out, n, call, "values_out");
+  }
+}
+
+// An empty bit range: the output is the input.
+template <class K, class V>
+void copy_unsorted(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                   const call_context& call) {
+  call.check(
+      cudaMemcpyAsync(keys_out, keys_in, n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
+      "cudaMemcpyAsync");
+  if constexpr (!std::is_same_v<V, no_values>) {
+    call.check(cudaMemcpyAsync(values_out, values_in, n * sizeof(V), cudaMemcpyDeviceToDevice,
+                               call.stream()),
+               "cudaMemcpyAsync");
+  }
+}
+
+// ---- The plan ------------------------------------------------------------------------------
+
+constexpr int radix_bits = 8;
+constexpr int radix = 1 << radix_bits;
+
+// The bits [begin_bit, end_bit) in passes of equal width, at most radix_bits each.
+struct radix_passes {
+  int begin_bit;
+  int count;
+  int width;
+
+  static radix_passes of(int begin_bit, int end_bit) {
+    const int bits = end_bit - begin_bit;
+    const int count = (bits + radix_bits - 1) / radix_bits;
+    return {begin_bit, count, count == 0 ? 0 : (bits + count - 1) / count};
+  }
+  template <class K>
+  __host__ __device__ radix_digit<K> digit(int pass, order ord, int end_bit) const {
+    const int shift = begin_bit + pass * width;
+    const int bits = end_bit - shift < width ? end_bit - shift : width;
+    using image_type = typename radix_key<K>::image_type;
+    return {ord == order::descending ? image_type(~image_type(0)) : image_type(0), shift,
+            (1u << bits) - 1u};
+  }
+};
+
+// Where each of `passes` passes reads and writes: pass 0 reads the inputs, which are never
+// written, and the passes alternate between the outputs and buffers of their own so that
+// the last pass writes the outputs.
+template <class K, class V>
+class pass_buffers {
+ public:
+  pass_buffers(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+               int passes, const call_context& call)
+      : keys_in_(keys_in),
+        keys_out_(keys_out),
+        values_in_(values_in),
+        values_out_(values_out),
+        passes_(passes),
+        keys_between_(passes > 1 ? n : 0, call),
+        values_between_(has_values && passes > 1 ? n : 0, call) {}
+
+  const K* keys_from(int pass) const { return pass == 0 ? keys_in_ : keys_to(pass - 1); }
+  K* keys_to(int pass) const { return to_outputs(pass) ? keys_out_ : keys_between_.data(); }
+  const V* values_from(int pass) const { return pass == 0 ? values_in_ : values_to(pass - 1); }
+  V* values_to(int pass) const {
+    if constexpr (has_values) {
+      return to_outputs(pass) ? values_out_ : values_between_.data();
+    } else {
+      return nullptr;
+    }
+  }
+  void release() {
+    values_between_.release();
+    keys_between_.release();
+  }
+
+ private:
+  static constexpr bool has_values = !std::is_same_v<V, no_values>;
+  bool to_outputs(int pass) const { return (passes_ - 1 - pass) % 2 == 0; }
+
+  const K* keys_in_;
+  K* keys_out_;
+  const V* values_in_;
+  V* values_out_;
+  int passes_;
+  temporary_buffer<K> keys_between_;
+  temporary_buffer<value_or_char<V>> values_between_;
+};
+
+// A tile: 256 threads ranking `items` keys each (a power of two), and their values, staged
+// in shared memory (up to 32 KB of them, so that two tiles share an SM).
+template <class K, class V>
+struct onesweep_shape {
+  static constexpr int threads = 256;
+  static constexpr int warps = threads / 32;
+  static constexpr int pair_bytes =
+      int(sizeof(K)) + int(sizeof(value_or_char<V>)) * (std::is_same_v<V, no_values> ? 0 : 1);
+  static constexpr int items = [] {
+    int most = 16;
+    while (most > 1 && most * threads * pair_bytes > 32 * 1024)
+      most /= 2;
+    return most;
+  }();
+  static constexpr int tile_items = threads * items;
+  static constexpr int min_blocks_per_sm = 2;
+};
+
+// A published digit count: status in the top 2 bits, the count in the rest. 0: nothing yet.
+constexpr unsigned count_aggregate = 1u << 30;
+constexpr unsigned count_inclusive = 2u << 30;
+constexpr unsigned count_mask = count_aggregate - 1;
+// Keys a pass covers in one launch: a multiple of every tile size, below 2^30.
+constexpr std::size_t portion_items = std::size_t{1} << 29;
+
+// Memory one sort call needs, zeroed by one memset where marked.
+struct onesweep_scratch {
+  unsigned long long* counts;  // [pass][digit], zeroed
+  unsigned* blocks_done;       // zeroed
+  unsigned* tile_counter;      // zeroed; each pass's last tile puts it back to 0
+  unsigned long long* starts;  // [pass][2][digit]: where a portion's digits start, ping-pong
+  unsigned* published;         // [tile][digit] of a portion, zeroed before every pass
+};
+
+template <class K, class V>
+struct onesweep_pass {
+  const K* keys_in;  // the portion's
+  K* keys_out;       // the whole output
+  const V* values_in;
+  V* values_out;
+  std::size_t count;  // keys in the portion
+  unsigned tiles;
+  radix_digit<K> digit;
+  unsigned* tile_counter;
+  unsigned* published;
+  const unsigned long long* starts;  // the portion's digit starts
+  unsigned long long* next_starts;   // the next portion's, or null
+};
+
+template <int Threads, class K>
+__global__ void digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord,
+                                    int end_bit, onesweep_scratch scratch);
+template <class Shape, class K, class V>
+__global__ void onesweep_kernel(onesweep_pass<K, V> pass);
+
+template <class K, class V>
+void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                order ord, int begin_bit, int end_bit, cudaStream_t stream, const char* function) {
+  require_sort_arguments(keys_in, keys_out, values_in, values_out, n, ord, begin_bit, end_bit,
+                         function);
+  if (n == 0) return;
+  const call_context call(stream, function);
+  require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  const radix_passes passes = radix_passes::of(begin_bit, end_bit);
+  if (passes.count == 0) {
+    copy_unsorted(keys_in, keys_out, values_in, values_out, n, call);
+    return;
+  }
+
+  using shape = onesweep_shape<K, V>;
+  static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
+  const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
+  // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
+  // published counts; the digit starts last.
+  const std::size_t counts_bytes = std::size_t(passes.count) * radix * sizeof(unsigned long long);
+  const std::size_t published_bytes = portion_tiles * radix * sizeof(unsigned);
+  const std::size_t starts_bytes = 2 * counts_bytes;
+  temporary_buffer<unsigned char> scratch_memory(counts_bytes + 16 + published_bytes + starts_bytes,
+                                                 call);
+  unsigned char* const head = scratch_memory.data();
+  const onesweep_scratch scratch{
+      reinterpret_cast<unsigned long long*>(head), reinterpret_cast<unsigned*>(head + counts_bytes),
+      reinterpret_cast<unsigned*>(head + counts_bytes + 4),
+      reinterpret_cast<unsigned long long*>(head + counts_bytes + 16 + published_bytes),
+      reinterpret_cast<unsigned*>(head + counts_bytes + 16)};
+  call.check(cudaMemsetAsync(head, 0, counts_bytes + 16 + published_bytes, call.stream()),
+             "cudaMemsetAsync");
+
+  constexpr int count_threads = 256;
+  digit_counts_kernel<count_threads>
+      <<<grid_stride_blocks(n, count_threads * 8, call.limits(), 4), count_threads, 0,
+         call.stream()>>>(keys_in, n, passes, ord, end_bit, scratch);
+  check_launch(function, "digit_counts_kernel");
+
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  for (int pass = 0; pass < passes.count; ++pass) {
+    unsigned long long* const starts = scratch.starts + std::size_t(pass) * 2 * radix;
+    std::size_t portion = 0;
+    for (std::size_t first = 0; first < n; first += portion_items, ++portion) {
+      if (pass > 0 || portion > 0) {
+        call.check(cudaMemsetAsync(scratch.published, 0, published_bytes, call.stream()),
+                   "cudaMemsetAsync");
+      }
+      const std::size_t count = std::min(n - first, portion_items);
+      const unsigned tiles = unsigned(ceil_div(count, shape::tile_items));
+      const onesweep_pass<K, V> launch{
+          buffers.keys_from(pass) + first,
+          buffers.keys_to(pass),
+          has_values ? buffers.values_from(pass) + first : nullptr,
+          buffers.values_to(pass),
+          count,
+          tiles,
+          passes.digit<K>(pass, ord, end_bit),
+          scratch.tile_counter,
+          scratch.published,
+          starts + (portion % 2) * radix,
+          first + count < n ? starts + ((portion + 1) % 2) * radix : nullptr};
+      onesweep_kernel<shape><<<tiles, shape::threads, 0, call.stream()>>>(launch);
+      check_launch(function, "onesweep_kernel");
+    }
+  }
+  buffers.release();
+  scratch_memory.release();
+}
+
+// ---- Digit counts --------------------------------------------------------------------------
+
+// Exclusive prefix sums of 256 values, one a thread of the block's first 256 threads.
+// Every thread of the block calls it.
+template <class T>
+__device__ T exclusive_digit_sum(T value, T* total = nullptr) {
+  __shared__ T warp_sums[radix / 32];
+  const int warp = int(threadIdx.x / 32);
+  const T through = warp_inclusive_scan(value, [](T a, T b) { return a + b; });
+  if (threadIdx.x < radix && lane_id() == 31) warp_sums[warp] = through;
+  __syncthreads();
+  T before = 0;
+  T all = 0;
+  for (int w = 0; w < radix / 32; ++w) {
+    if (w < warp) before += warp_sums[w];
+    all += warp_sums[w];
+  }
+  __syncthreads();
+  if (total != nullptr) *total = all;
+  return before + through - value;
+}
+
+// Every pass's digit counts, from one read of the keys. Each block counts in shared memory,
+// in 4 copies (by lane) so that equal digits in a warp collide at most 8 ways; the last block
+// to finish turns the totals into each digit's first output position, for every pass.
+template <int Threads, class K>
+__global__ void __launch_bounds__(Threads)
+    digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
+                        onesweep_scratch scratch) {
+  constexpr int copies = 4;
+  constexpr int most_passes = int(sizeof(K));
+  constexpr int per_thread = 8;
+  __shared__ unsigned counts[copies][most_passes][radix];
+  __shared__ bool last_block;
+  for (int i = int(threadIdx.x); i < copies * most_passes * radix; i += Threads)
+    (&counts[0][0][0])[i] = 0;
+  __syncthreads();
+
+  radix_digit<K> digits[most_passes];
+#pragma unroll
+  for (int p = 0; p < most_passes; ++p)
+    if (p < passes.count) digits[p] = passes.digit<K>(p, ord, end_bit);
+  unsigned(&mine)[most_passes][radix] = counts[threadIdx.x % copies];
+  const std::size_t chunk = std::size_t(Threads) * per_thread;
+  for (std::size_t first = std::size_t(blockIdx.x) * chunk; first < n;
+       first += std::size_t(gridDim.x) * chunk) {
+    K held[per_thread];
+#pragma unroll
+    for (int j = 0; j < per_thread; ++j) {
+      const std::size_t i = first + std::size_t(j) * Threads + threadIdx.x;
+      if (i < n) held[j] = keys[i];
+    }
+#pragma unroll
+    for (int j = 0; j < per_thread; ++j) {
+      if (first + std::size_t(j) * Threads + threadIdx.x >= n) continue;
+#pragma unroll
+      for (int p = 0; p < most_passes; ++p)
+        if (p < passes.count) atomicAdd(&mine[p][digits[p](held[j])], 1u);
+    }
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += Threads) {
+    unsigned total = 0;
+#pragma unroll
+    for (int c = 0; c < copies; ++c)
+      total += (&counts[c][0][0])[i];
+    if (total != 0) atomicAdd(&scratch.counts[i], static_cast<unsigned long long>(total));
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last_block = atomicAdd(scratch.blocks_done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  for (int p = 0; p < passes.count; ++p) {
+    const unsigned long long total =
+        threadIdx.x < radix ? load_published(&scratch.counts[p * radix + threadIdx.x]) : 0;
+    const unsigned long long start = exclusive_digit_sum(total);
+    if (threadIdx.x < radix) scratch.starts[std::size_t(p) * 2 * radix + threadIdx.x] = start;
+  }
+}
+
+// ---- One pass ------------------------------------------------------------------------------
+
+// The lanes of the warp whose digit equals this lane's, from one ballot a digit bit.
+__device__ inline unsigned lanes_with_digit(unsigned digit) {
+  unsigned peers = full_warp;
+#pragma unroll
+  for (int b = 0; b < radix_bits; ++b) {
+    const bool set = (digit >> b & 1u) != 0;
+    const unsigned with_bit = __ballot_sync(full_warp, set);
+    peers &= set ? with_bit : ~with_bit;
+  }
+  return peers;
+}
+
+// A tile's keys are warp-striped: warp w holds items w x 32 x items + i x 32 + lane, so that
+// the order (warp, i, lane) is input order and ranking in it keeps the sort stable.
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    onesweep_kernel(onesweep_pass<K, V> pass) {
+  constexpr int threads = Shape::threads;
+  constexpr int items = Shape::items;
+  constexpr int warps = Shape::warps;
+  constexpr int tile_items = Shape::tile_items;
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  using value = value_or_char<V>;
+  static_assert(threads >= radix, "a thread a digit");
+  __shared__ unsigned tile_slot;
+  __shared__ unsigned warp_digit_counts[warps][radix];
+  __shared__ unsigned long long digit_offsets[radix];
+  __shared__ uninitialized_array<K, tile_items> staged_keys;
+  __shared__ uninitialized_array<value, has_values ? tile_items : 1> staged_values;
+
+  if (threadIdx.x == 0) {
+    const unsigned tile = atomicAdd(pass.tile_counter, 1u);
+    if (tile == pass.tiles - 1) atomicExch(pass.tile_counter, 0u);
+    tile_slot = tile;
+  }
+  for (int i = int(threadIdx.x); i < warps * radix; i += threads)
+    (&warp_digit_counts[0][0])[i] = 0;
+  __syncthreads();
+  const unsigned tile = tile_slot;
+  const std::size_t tile_first = std::size_t(tile) * tile_items;
+  const unsigned valid = unsigned(min(pass.count - tile_first, std::size_t(tile_items)));
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  const unsigned warp_first = unsigned(warp * 32 * items);
+
+  // Keys and values in registers; past the end of the input, padding of the last digit,
+  // which ranks after every real key of the tile and is never written.
+  K keys[items];
+  value values[items];
+  unsigned digits[items];
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32 + lane);
+    if (at < valid) {
+      keys[i] = pass.keys_in[tile_first + at];
+      if constexpr (has_values) values[i] = pass.values_in[tile_first + at];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32 + lane);
+    digits[i] = at < valid ? pass.digit(keys[i]) : pass.digit.mask;
+  }
+
+  // Each key's rank among the warp's keys of its digit, counted in the warp's own counters.
+  unsigned ranks[items];
+  unsigned* const counts = warp_digit_counts[warp];
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned peers = lanes_with_digit(digits[i]);
+    const int leader = __ffs(int(peers)) - 1;
+    unsigned before = 0;
+    if (lane == leader) before = atomicAdd(&counts[digits[i]], unsigned(__popc(int(peers))));
+    before = __shfl_sync(full_warp, before, leader);
+    ranks[i] = before + unsigned(__popc(int(peers & ((1u << lane) - 1u))));
+  }
+  __syncthreads();
+
+  // Thread d: the tile's count of digit d, published at once; the warps' counts become their
+  // first positions in the tile's digit order.
+  const unsigned d = threadIdx.x;
+  unsigned tile_count = 0;
+  if (d < radix) {
+    for (int w = 0; w < warps; ++w) {
+      const unsigned c = warp_digit_counts[w][d];
+      warp_digit_counts[w][d] = tile_count;
+      tile_count += c;
+    }
+    if (d == pass.digit.mask) tile_count -= unsigned(tile_items) - valid;
+    atomicExch(&pass.published[std::size_t(tile) * radix + d],
+               (tile == 0 ? count_inclusive : count_aggregate) | tile_count);
+  }
+  const unsigned tile_start = exclusive_digit_sum(d < radix ? tile_count : 0u);
+  if (d < radix) {
+    for (int w = 0; w < warps; ++w)
+      warp_digit_counts[w][d] += tile_start;
+  }
+  __syncthreads();
+
+  // Keys (and values) in the tile's digit order.
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned rank = ranks[i] + warp_digit_counts[warp][digits[i]];
+    staged_keys[int(rank)] = keys[i];
+    if constexpr (has_values) staged_values[int(rank)] = values[i];
+  }
+
+  // Thread d: how many keys of digit d the tiles before this one hold, from the newest
+  // inclusive count back; then this tile's inclusive count for the tiles after it.
+  if (d < radix) {
+    unsigned long long before = 0;
+    if (tile > 0) {
+      unsigned from = tile - 1;
+      for (;;) {
+        const unsigned word = device_atomic<unsigned>(pass.published[std::size_t(from) * radix + d])
+                                  .load(cuda::memory_order_relaxed);
+        if (word == 0) continue;
+        before += word & count_mask;
+        if ((word & count_inclusive) != 0) break;
+        --from;
+      }
+      atomicExch(&pass.published[std::size_t(tile) * radix + d],
+                 count_inclusive | unsigned(before + tile_count));
+    }
+    const unsigned long long start = pass.starts[d] + before;
+    digit_offsets[d] = start - tile_start;
+    if (pass.next_starts != nullptr && tile == pass.tiles - 1)
+      pass.next_starts[d] = start + tile_count;
+  }
+  __syncthreads();
+
+  // Consecutive staged keys of one digit go to consecutive places.
+#pragma unroll
+  for (int k = 0; k < items; ++k) {
+    const unsigned r = threadIdx.x + unsigned(k * threads);
+    if (r < valid) {
+      const K key = staged_keys[int(r)];
+      const unsigned long long to = digit_offsets[pass.digit(key)] + r;
+      pass.keys_out[to] = key;
+      if constexpr (has_values) pass.values_out[to] = staged_values[int(r)];
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace ppat

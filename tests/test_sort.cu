@@ -1,0 +1,692 @@
+// Radix sort against a host stable sort: every key type, both orders, keys alone and with
+// values (indices, which show stability; 1-, 8- and 16-byte values), sizes from 1 past tile
+// boundaries and primes to 2^20 + 3, key spreads from uniform bits to all equal, floats
+// with NaNs of both signs and several payloads, infinities, signed zeros and denormals;
+// bit ranges; streams and graph capture; the textbook rungs; more than 2^29 keys (several
+// portions a pass) and more than 2^32, checked on the device; bad arguments. Outputs are
+// poisoned first and checked whole, bitwise; inputs must come back unchanged.
+#include <ppat/ppat.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace {
+
+using ppat_test::device_buffer;
+
+struct wide {  // a 16-byte value
+  std::uint32_t a, b, c, d;
+};
+
+template <class K>
+constexpr bool is_float_key =
+    std::is_floating_point_v<K> || std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
+
+template <class K>
+K key_with_bits(std::uint64_t bits) {
+  K key;
+  std::memcpy(static_cast<void*>(&key), &bits, sizeof(K));  // the low bytes (little-endian)
+  return key;
+}
+
+template <class K>
+double as_double(const K& key) {
+  if constexpr (std::is_same_v<K, __half>) {
+    return double(__half2float(key));
+  } else if constexpr (std::is_same_v<K, __nv_bfloat16>) {
+    return double(__bfloat162float(key));
+  } else {
+    return double(key);
+  }
+}
+
+// The order the API promises, written independently of the library's images: numbers by
+// value with -0.0 before +0.0, every NaN after +inf and equal to every other NaN.
+template <class K>
+bool key_less(const K& a, const K& b) {
+  if constexpr (is_float_key<K>) {
+    const double x = as_double(a), y = as_double(b);
+    const bool x_nan = std::isnan(x), y_nan = std::isnan(y);
+    if (x_nan || y_nan) return !x_nan && y_nan;
+    if (x != y) return x < y;
+    return std::signbit(x) && !std::signbit(y);
+  } else {
+    return a < b;
+  }
+}
+
+// Bits [begin_bit, end_bit) of an unsigned key.
+template <class K>
+std::uint64_t key_bits(const K& key, int begin_bit, int end_bit) {
+  const std::uint64_t mask = end_bit - begin_bit >= 64
+                                 ? ~std::uint64_t{0}
+                                 : (std::uint64_t{1} << (end_bit - begin_bit)) - 1;
+  return (std::uint64_t(key) >> begin_bit) & mask;
+}
+
+// The input positions in sorted order: a stable sort, ascending or descending, by the whole
+// key or (unsigned keys) by a range of its bits.
+template <class K>
+std::vector<std::size_t> sorted_positions(const std::vector<K>& keys, ppat::order ord,
+                                          int begin_bit = 0, int end_bit = 8 * sizeof(K)) {
+  std::vector<std::size_t> positions(keys.size());
+  std::iota(positions.begin(), positions.end(), std::size_t{0});
+  const bool whole = begin_bit == 0 && end_bit == int(8 * sizeof(K));
+  const auto less = [&](std::size_t i, std::size_t j) {
+    if (whole) return key_less(keys[i], keys[j]);
+    if constexpr (std::is_unsigned_v<K>) {
+      return key_bits(keys[i], begin_bit, end_bit) < key_bits(keys[j], begin_bit, end_bit);
+    } else {
+      return false;
+    }
+  };
+  if (ord == ppat::order::ascending) {
+    std::stable_sort(positions.begin(), positions.end(), less);
+  } else {
+    std::stable_sort(positions.begin(), positions.end(),
+                     [&](std::size_t i, std::size_t j) { return less(j, i); });
+  }
+  return positions;
+}
+
+template <class T>
+std::vector<T> gathered(const std::vector<T>& from, const std::vector<std::size_t>& positions) {
+  std::vector<T> to(positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    to[i] = from[positions[i]];
+  return to;
+}
+
+// How the keys of a case are drawn.
+enum class spread {
+  uniform_bits,  // every bit pattern (for floats: NaNs, infinities, denormals among them)
+  specials,      // zeros of both signs, infinities, NaNs of both signs and several payloads,
+                 // denormals, extremes
+  all_equal,
+  sorted,
+  reversed,
+  few_distinct,
+  top_byte,  // keys differing only in their top byte
+  bottom_byte,
+};
+constexpr spread spreads[] = {spread::uniform_bits, spread::specials,   spread::all_equal,
+                              spread::sorted,       spread::reversed,   spread::few_distinct,
+                              spread::top_byte,     spread::bottom_byte};
+const char* name(spread s) {
+  switch (s) {
+    case spread::uniform_bits:
+      return "uniform bits";
+    case spread::specials:
+      return "specials";
+    case spread::all_equal:
+      return "all equal";
+    case spread::sorted:
+      return "sorted";
+    case spread::reversed:
+      return "reversed";
+    case spread::few_distinct:
+      return "few distinct";
+    case spread::top_byte:
+      return "top byte only";
+    case spread::bottom_byte:
+      return "bottom byte only";
+  }
+  return "?";
+}
+
+template <class K>
+std::vector<std::uint64_t> special_bits() {
+  constexpr int bits = 8 * sizeof(K);
+  const std::uint64_t sign = std::uint64_t{1} << (bits - 1);
+  const std::uint64_t all = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+  if constexpr (is_float_key<K>) {
+    const int mantissa = std::is_same_v<K, float>    ? 23
+                         : std::is_same_v<K, double> ? 52
+                         : std::is_same_v<K, __half> ? 10
+                                                     : 7;
+    const std::uint64_t infinity = (all >> 1) & ~((std::uint64_t{1} << mantissa) - 1);
+    const std::uint64_t one = (infinity >> 1) & infinity;  // exponent bias: 1.0
+    return {0,
+            sign,             // -0.0
+            infinity,         // +inf
+            infinity | sign,  // -inf
+            infinity | 1,     // NaNs: payloads and signs
+            infinity | 5 | sign,
+            infinity | (std::uint64_t{1} << (mantissa - 1)),
+            infinity | (std::uint64_t{1} << (mantissa - 1)) | sign,
+            all,
+            1,  // the smallest denormals
+            1 | sign,
+            (std::uint64_t{1} << mantissa) - 1,  // the largest denormal
+            one,
+            one | sign,
+            infinity - 1,  // the largest finite
+            (infinity - 1) | sign};
+  } else {
+    return {0, 1, all, sign, sign - 1, all - 1, sign + 1, 2};
+  }
+}
+
+template <class K>
+std::vector<K> draw_keys(std::size_t n, spread s) {
+  auto& rng = ppat_test::rng();
+  std::uniform_int_distribution<std::uint64_t> any;
+  const auto random_key = [&] { return key_with_bits<K>(any(rng)); };
+  std::vector<K> keys(n);
+  switch (s) {
+    case spread::uniform_bits:
+    case spread::sorted:
+    case spread::reversed:
+      for (auto& k : keys)
+        k = random_key();
+      if (s != spread::uniform_bits) {
+        const auto order = sorted_positions(
+            keys, s == spread::sorted ? ppat::order::ascending : ppat::order::descending);
+        keys = gathered(keys, order);
+      }
+      break;
+    case spread::specials: {
+      const auto specials = special_bits<K>();
+      std::uniform_int_distribution<std::size_t> pick(0, specials.size());
+      for (auto& k : keys) {
+        const std::size_t i = pick(rng);
+        k = i < specials.size() ? key_with_bits<K>(specials[i]) : random_key();
+      }
+      break;
+    }
+    case spread::all_equal:
+      std::fill(keys.begin(), keys.end(), random_key());
+      break;
+    case spread::few_distinct: {
+      const K few[] = {random_key(), random_key(), random_key(), random_key(), random_key()};
+      std::uniform_int_distribution<int> pick(0, 4);
+      for (auto& k : keys)
+        k = few[pick(rng)];
+      break;
+    }
+    case spread::top_byte:
+    case spread::bottom_byte: {
+      const std::uint64_t base = any(rng);
+      const int shift = s == spread::top_byte ? 8 * (int(sizeof(K)) - 1) : 0;
+      std::uniform_int_distribution<std::uint64_t> byte(0, 255);
+      for (auto& k : keys)
+        k = key_with_bits<K>((base & ~(std::uint64_t{0xFF} << shift)) | byte(rng) << shift);
+      break;
+    }
+  }
+  return keys;
+}
+
+template <class V>
+std::vector<V> draw_values(std::size_t n) {
+  std::vector<V> values(n);
+  if constexpr (std::is_same_v<V, std::uint32_t>) {
+    std::iota(values.begin(), values.end(), 0u);  // positions: they show stability
+  } else if constexpr (std::is_same_v<V, wide>) {
+    const auto words = ppat_test::random_integers<std::uint32_t>(4 * n, 0, 0xFFFFFFFFll);
+    for (std::size_t i = 0; i < n; ++i)
+      values[i] = {words[4 * i], words[4 * i + 1], std::uint32_t(i), words[4 * i + 3]};
+  } else {
+    std::uniform_int_distribution<std::uint64_t> any;
+    for (auto& v : values)
+      v = V(any(ppat_test::rng()));
+  }
+  return values;
+}
+
+template <class T>
+bool all_poison(const std::vector<T>& items) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(items.data());
+  return std::all_of(bytes, bytes + items.size() * sizeof(T),
+                     [](unsigned char b) { return b == ppat_test::poison_byte; });
+}
+
+template <class T>
+std::unique_ptr<device_buffer<T>> on_device(const std::vector<T>& items) {
+  auto buffer = std::make_unique<device_buffer<T>>(items.size(), 64);
+  buffer->upload(items);
+  return buffer;
+}
+template <class T>
+std::unique_ptr<device_buffer<T>> poisoned(std::size_t n) {
+  auto buffer = std::make_unique<device_buffer<T>>(n, 64);
+  buffer->poison();
+  return buffer;
+}
+
+// Sorts `keys` (with `values`, unless V is void) through `sort` and expects the host's
+// stable order, bitwise, every guard intact and the inputs unchanged.
+// `sort(keys_in, keys_out, values_in, values_out)`.
+template <class K, class V, class Sort>
+void expect_sorted(const std::vector<K>& keys, const std::vector<V>& values, ppat::order ord,
+                   int begin_bit, int end_bit, const std::string& what, Sort sort) {
+  SCOPED_TRACE(what);
+  const std::size_t n = keys.size();
+  const bool with_values = !values.empty();
+  auto keys_in = on_device(keys);
+  auto keys_out = poisoned<K>(n);
+  auto values_in = on_device(values);
+  auto values_out = poisoned<V>(values.size());
+  sort(keys_in->data(), keys_out->data(), values_in->data(), values_out->data());
+  ppat_test::expect_no_cuda_error();
+  const auto order = sorted_positions(keys, ord, begin_bit, end_bit);
+  EXPECT_EQ(ppat_test::first_mismatch(keys_out->download(), gathered(keys, order)), -1)
+      << "first key out of place";
+  if (with_values) {
+    EXPECT_EQ(ppat_test::first_mismatch(values_out->download(), gathered(values, order)), -1)
+        << "first value out of place";
+  }
+  EXPECT_EQ(ppat_test::first_mismatch(keys_in->download(), keys), -1) << "keys_in modified";
+  EXPECT_EQ(ppat_test::first_mismatch(values_in->download(), values), -1) << "values_in modified";
+  EXPECT_TRUE(keys_in->guards_intact() && keys_out->guards_intact() && values_in->guards_intact() &&
+              values_out->guards_intact())
+      << "written outside a buffer";
+}
+
+template <class K>
+void expect_keys_sorted(const std::vector<K>& keys, ppat::order ord, const std::string& what,
+                        int begin_bit = 0, int end_bit = 8 * sizeof(K)) {
+  expect_sorted(keys, std::vector<char>{}, ord, begin_bit, end_bit, what,
+                [&](const K* in, K* out, const char*, char*) {
+                  ppat::sort_keys(in, out, keys.size(), ord, begin_bit, end_bit);
+                });
+}
+
+template <class K, class V>
+void expect_pairs_sorted(const std::vector<K>& keys, const std::vector<V>& values, ppat::order ord,
+                         const std::string& what, int begin_bit = 0, int end_bit = 8 * sizeof(K)) {
+  expect_sorted(keys, values, ord, begin_bit, end_bit, what,
+                [&](const K* keys_in, K* keys_out, const V* values_in, V* values_out) {
+                  ppat::sort_pairs(keys_in, keys_out, values_in, values_out, keys.size(), ord,
+                                   begin_bit, end_bit);
+                });
+}
+
+constexpr ppat::order orders[] = {ppat::order::ascending, ppat::order::descending};
+const char* name(ppat::order ord) {
+  return ord == ppat::order::ascending ? "ascending" : "descending";
+}
+
+// Around the tiles of every key size (4096 keys; 2048 and 1024 for pairs of large values),
+// primes, and one size of several hundred tiles.
+constexpr std::size_t small_sizes[] = {1, 2, 3, 31, 1023, 1025, 2047, 2049, 4095, 4096, 4097, 8193};
+constexpr std::size_t large_sizes[] = {65537, 999983, (std::size_t{1} << 20) + 3};
+
+std::string case_name(const char* type, ppat::order ord, spread s, std::size_t n) {
+  return std::string(type) + " " + name(ord) + ", " + name(s) + ", n = " + std::to_string(n);
+}
+
+template <class K>
+void keys_of_type(const char* type) {
+  for (ppat::order ord : orders) {
+    for (spread s : spreads) {
+      for (std::size_t n : small_sizes)
+        expect_keys_sorted(draw_keys<K>(n, s), ord, case_name(type, ord, s, n));
+      for (std::size_t n : large_sizes) {
+        if (!ppat_test::fits_item_budget(n)) continue;
+        if (n != large_sizes[0] && s != spread::uniform_bits && s != spread::specials) continue;
+        expect_keys_sorted(draw_keys<K>(n, s), ord, case_name(type, ord, s, n));
+      }
+    }
+  }
+}
+
+template <class K>
+void pairs_of_type(const char* type) {
+  for (ppat::order ord : orders) {
+    for (spread s : spreads) {
+      for (std::size_t n : {std::size_t{2}, std::size_t{4097}, large_sizes[0], large_sizes[2]}) {
+        if (!ppat_test::fits_item_budget(n)) continue;
+        expect_pairs_sorted(draw_keys<K>(n, s), draw_values<std::uint32_t>(n), ord,
+                            case_name(type, ord, s, n) + ", index values");
+      }
+    }
+  }
+}
+
+TEST(sort, keys_unsigned) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  keys_of_type<std::uint8_t>("u8");
+  keys_of_type<std::uint16_t>("u16");
+  keys_of_type<std::uint32_t>("u32");
+  keys_of_type<std::uint64_t>("u64");
+}
+
+TEST(sort, keys_signed) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  keys_of_type<std::int8_t>("i8");
+  keys_of_type<std::int16_t>("i16");
+  keys_of_type<std::int32_t>("i32");
+  keys_of_type<std::int64_t>("i64");
+}
+
+TEST(sort, keys_floating_point) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  keys_of_type<float>("f32");
+  keys_of_type<double>("f64");
+  keys_of_type<__half>("f16");
+  keys_of_type<__nv_bfloat16>("bf16");
+}
+
+TEST(sort, pairs_are_stable_for_every_key_type) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  pairs_of_type<std::uint8_t>("u8");
+  pairs_of_type<std::int16_t>("i16");
+  pairs_of_type<std::uint32_t>("u32");
+  pairs_of_type<std::int32_t>("i32");
+  pairs_of_type<std::uint64_t>("u64");
+  pairs_of_type<std::int64_t>("i64");
+  pairs_of_type<float>("f32");
+  pairs_of_type<double>("f64");
+  pairs_of_type<__half>("f16");
+  pairs_of_type<__nv_bfloat16>("bf16");
+}
+
+template <class K, class V>
+void pairs_with_values(const char* type) {
+  for (ppat::order ord : orders) {
+    for (spread s : {spread::uniform_bits, spread::few_distinct}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{2049}, std::size_t{4097},
+                            large_sizes[1]}) {
+        if (!ppat_test::fits_item_budget(n)) continue;
+        expect_pairs_sorted(draw_keys<K>(n, s), draw_values<V>(n), ord, case_name(type, ord, s, n));
+      }
+    }
+  }
+}
+
+TEST(sort, pairs_with_1_8_and_16_byte_values) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  pairs_with_values<std::uint32_t, std::uint8_t>("u32 / u8");
+  pairs_with_values<std::uint32_t, std::uint64_t>("u32 / u64");
+  pairs_with_values<std::uint32_t, wide>("u32 / 16-byte struct");
+  pairs_with_values<double, wide>("f64 / 16-byte struct");
+  pairs_with_values<std::uint8_t, wide>("u8 / 16-byte struct");
+  pairs_with_values<std::int64_t, std::uint64_t>("i64 / u64");
+}
+
+template <class K>
+void bit_ranges(const char* type, std::initializer_list<std::pair<int, int>> ranges) {
+  for (const auto& [begin_bit, end_bit] : ranges) {
+    for (ppat::order ord : orders) {
+      for (std::size_t n : {std::size_t{4097}, large_sizes[0]}) {
+        const std::string what = std::string(type) + " bits [" + std::to_string(begin_bit) + ", " +
+                                 std::to_string(end_bit) + ") " + name(ord) +
+                                 ", n = " + std::to_string(n);
+        const auto keys = draw_keys<K>(n, spread::uniform_bits);
+        expect_keys_sorted(keys, ord, what, begin_bit, end_bit);
+        expect_pairs_sorted(keys, draw_values<std::uint32_t>(n), ord, what + ", index values",
+                            begin_bit, end_bit);
+      }
+    }
+  }
+}
+
+TEST(sort, bit_ranges_of_unsigned_keys) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  bit_ranges<std::uint8_t>("u8", {{0, 0}, {0, 1}, {3, 7}, {8, 8}});
+  bit_ranges<std::uint16_t>("u16", {{0, 9}, {4, 16}});
+  bit_ranges<std::uint32_t>("u32", {{0, 16}, {3, 17}, {5, 6}, {16, 32}, {31, 32}, {32, 32}});
+  bit_ranges<std::uint64_t>("u64", {{0, 64}, {7, 50}, {60, 64}, {0, 13}});
+}
+
+// Sorting reads and writes item by item: buffers one item off any alignment work the same.
+TEST(sort, unaligned_buffers) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 70001;
+  const auto keys = draw_keys<float>(n + 1, spread::specials);
+  const auto values = draw_values<std::uint64_t>(n + 1);
+  device_buffer<float> keys_in(n + 1), keys_out(n + 1);
+  device_buffer<std::uint64_t> values_in(n + 1), values_out(n + 1);
+  keys_in.upload(keys);
+  values_in.upload(values);
+  ppat::sort_pairs(keys_in.data() + 1, keys_out.data() + 1, values_in.data() + 1,
+                   values_out.data() + 1, n, ppat::order::descending);
+  ppat_test::expect_no_cuda_error();
+  const std::vector<float> tail_keys(keys.begin() + 1, keys.end());
+  const std::vector<std::uint64_t> tail_values(values.begin() + 1, values.end());
+  const auto order = sorted_positions(tail_keys, ppat::order::descending);
+  auto got_keys = keys_out.download();
+  auto got_values = values_out.download();
+  got_keys.erase(got_keys.begin());
+  got_values.erase(got_values.begin());
+  EXPECT_EQ(ppat_test::first_mismatch(got_keys, gathered(tail_keys, order)), -1);
+  EXPECT_EQ(ppat_test::first_mismatch(got_values, gathered(tail_values, order)), -1);
+}
+
+TEST(sort, empty_input_does_nothing) {
+  PPAT_REQUIRE_GPU();
+  device_buffer<int> out(4, 8);
+  out.poison();
+  ppat::sort_keys(static_cast<const int*>(nullptr), static_cast<int*>(nullptr), 0);
+  ppat::sort_pairs(static_cast<const int*>(nullptr), out.data(), static_cast<const int*>(nullptr),
+                   static_cast<int*>(nullptr), 0, ppat::order::descending);
+  ppat_test::expect_no_cuda_error();
+  EXPECT_TRUE(all_poison(out.download()) && out.guards_intact());
+}
+
+TEST(sort, stream_and_graph_capture) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 300007;
+  device_buffer<std::int32_t> keys_in(n), keys_out(n), sorted_keys(n);
+  device_buffer<std::uint32_t> values_in(n), values_out(n);
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  ppat::sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(), n,
+                   ppat::order::ascending, 0, 32, stream);
+  ppat::sort_keys(keys_in.data(), sorted_keys.data(), n, ppat::order::descending, 0, 32, stream);
+  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE("replay " + std::to_string(replay));
+    const auto keys =
+        draw_keys<std::int32_t>(n, replay == 0 ? spread::uniform_bits : spread::few_distinct);
+    const auto values = draw_values<std::uint32_t>(n);
+    keys_in.upload(keys);
+    values_in.upload(values);
+    keys_out.poison();
+    values_out.poison();
+    sorted_keys.poison();
+    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
+    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    const auto ascending = sorted_positions(keys, ppat::order::ascending);
+    EXPECT_EQ(ppat_test::first_mismatch(keys_out.download(), gathered(keys, ascending)), -1);
+    EXPECT_EQ(ppat_test::first_mismatch(values_out.download(), gathered(values, ascending)), -1);
+    const auto descending = sorted_positions(keys, ppat::order::descending);
+    EXPECT_EQ(ppat_test::first_mismatch(sorted_keys.download(), gathered(keys, descending)), -1);
+  }
+  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
+  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
+template <class K>
+void textbook_rungs(const char* type) {
+  for (ppat::order ord : orders) {
+    for (spread s : {spread::uniform_bits, spread::specials, spread::few_distinct}) {
+      for (std::size_t n :
+           {std::size_t{1}, std::size_t{1023}, std::size_t{1025}, std::size_t{65537}}) {
+        const auto keys = draw_keys<K>(n, s);
+        const auto values = draw_values<std::uint32_t>(n);
+        const std::string what = case_name(type, ord, s, n);
+        expect_keys_sorted(keys, ord, what);  // the production sort, for comparison
+        expect_sorted(keys, values, ord, 0, 8 * sizeof(K), what + ", binary split",
+                      [&](const K* keys_in, K* keys_out, const std::uint32_t* values_in,
+                          std::uint32_t* values_out) {
+                        ppat::textbook::binary_split_sort_pairs(keys_in, keys_out, values_in,
+                                                                values_out, n, ord);
+                      });
+        expect_sorted(keys, values, ord, 0, 8 * sizeof(K), what + ", reduce then scan",
+                      [&](const K* keys_in, K* keys_out, const std::uint32_t* values_in,
+                          std::uint32_t* values_out) {
+                        ppat::textbook::reduce_then_scan_sort_pairs(keys_in, keys_out, values_in,
+                                                                    values_out, n, ord);
+                      });
+        expect_sorted(keys, std::vector<char>{}, ord, 0, 8 * sizeof(K), what + ", keys only",
+                      [&](const K* keys_in, K* keys_out, const char*, char*) {
+                        ppat::textbook::binary_split_sort_keys(keys_in, keys_out, n, ord);
+                        ppat::textbook::reduce_then_scan_sort_keys(keys_in, keys_out, n, ord);
+                      });
+      }
+    }
+  }
+}
+
+TEST(textbook_sort, both_rungs_are_stable_sorts) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  textbook_rungs<std::uint32_t>("u32");
+  textbook_rungs<float>("f32");
+  textbook_rungs<std::int16_t>("i16");
+  textbook_rungs<double>("f64");
+}
+
+// ---- Huge inputs, checked on the device -----------------------------------------------------
+
+// Counts, with atomics, the places where a sort of unsigned keys with their input positions
+// as values went wrong: keys out of order, equal keys out of input order, a value that is
+// no position or whose key is not the key beside it, a position seen twice.
+template <class K>
+__global__ void count_sort_errors(const K* keys_in, const K* keys_out,
+                                  const std::uint64_t* positions, std::size_t n, unsigned* seen,
+                                  unsigned long long* errors) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t from = positions[i];
+    bool wrong = from >= n || keys_in[from] != keys_out[i];
+    if (!wrong && atomicAdd(&seen[from], 1u) != 0) wrong = true;
+    if (i > 0) {
+      const K before = keys_out[i - 1];
+      if (before > keys_out[i] || (before == keys_out[i] && positions[i - 1] >= from)) wrong = true;
+    }
+    if (wrong) atomicAdd(errors, 1ull);
+  }
+}
+
+// Keys only: out of order, or a key value whose count changed.
+template <class K>
+__global__ void count_key_errors(const K* keys_in, const K* keys_out, std::size_t n,
+                                 unsigned long long* counts_in, unsigned long long* counts_out,
+                                 unsigned long long* errors) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    atomicAdd(&counts_in[keys_in[i]], 1ull);
+    atomicAdd(&counts_out[keys_out[i]], 1ull);
+    if (i > 0 && keys_out[i - 1] > keys_out[i]) atomicAdd(errors, 1ull);
+  }
+}
+
+// More than 2^29 pairs: a pass runs in two portions, the second starting its digits where
+// the first left them.
+TEST(sort, huge_pairs_in_several_portions) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 29) + 4099;
+  std::vector<std::uint32_t> keys(n);
+  std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
+  for (auto& k : keys)  // few enough distinct keys that stability shows
+    k = std::uint32_t(cheap()) & 0x00FF00FFu;
+  std::vector<std::uint64_t> positions(n);
+  std::iota(positions.begin(), positions.end(), std::uint64_t{0});
+  device_buffer<std::uint32_t> keys_in(n), keys_out(n);
+  device_buffer<std::uint64_t> values_in(n), values_out(n);
+  device_buffer<unsigned> seen(n);
+  device_buffer<unsigned long long> errors(1);
+  keys_in.upload(keys);
+  values_in.upload(positions);
+  PPAT_CUDA_OK(cudaMemset(seen.data(), 0, n * sizeof(unsigned)));
+  PPAT_CUDA_OK(cudaMemset(errors.data(), 0, sizeof(unsigned long long)));
+  ppat::sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(), n);
+  count_sort_errors<<<1024, 256>>>(keys_in.data(), keys_out.data(), values_out.data(), n,
+                                   seen.data(), errors.data());
+  ppat_test::expect_no_cuda_error();
+  EXPECT_EQ(errors.download()[0], 0u);
+}
+
+// More than 2^32 u8 keys: every count and output position needs 64 bits.
+TEST(sort, huge_u8_above_2_pow_32) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 32) + 4099;
+  device_buffer<std::uint8_t> keys_in(n), keys_out(n);
+  {
+    std::vector<std::uint8_t> keys(n);
+    std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
+    for (std::size_t i = 0; i < n; ++i)  // skewed: digit 7 a quarter of all keys
+      keys[i] = std::uint8_t((cheap() & 3) == 0 ? 7 : cheap());
+    keys_in.upload(keys);
+  }
+  device_buffer<unsigned long long> counts_in(256), counts_out(256), errors(1);
+  PPAT_CUDA_OK(cudaMemset(counts_in.data(), 0, 256 * sizeof(unsigned long long)));
+  PPAT_CUDA_OK(cudaMemset(counts_out.data(), 0, 256 * sizeof(unsigned long long)));
+  PPAT_CUDA_OK(cudaMemset(errors.data(), 0, sizeof(unsigned long long)));
+  ppat::sort_keys(keys_in.data(), keys_out.data(), n);
+  count_key_errors<<<1024, 256>>>(keys_in.data(), keys_out.data(), n, counts_in.data(),
+                                  counts_out.data(), errors.data());
+  ppat_test::expect_no_cuda_error();
+  EXPECT_EQ(errors.download()[0], 0u);
+  EXPECT_EQ(ppat_test::first_mismatch(counts_out.download(), counts_in.download()), -1);
+}
+
+TEST(sort_arguments, bad_arguments_are_rejected) {
+  int* none = nullptr;
+  int buffer[64] = {};
+  const auto rejects = [](auto call, const char* argument) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception for " << argument;
+    } catch (const std::invalid_argument& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("sort_"), std::string::npos) << message;
+      EXPECT_NE(message.find(argument), std::string::npos) << message;
+    }
+  };
+  rejects([&] { ppat::sort_keys(none, buffer, 4); }, "'in'");
+  rejects([&] { ppat::sort_keys(buffer, none, 4); }, "'out'");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 2, 4); }, "'out'");
+  rejects([&] { ppat::sort_keys(buffer, buffer, 4); }, "'out'");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, ppat::order::ascending, -1, 32); },
+          "begin_bit");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, ppat::order::ascending, 33, 33); },
+          "begin_bit");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, ppat::order::ascending, 0, 33); },
+          "end_bit");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, ppat::order::ascending, 9, 8); }, "end_bit");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, static_cast<ppat::order>(7)); }, "ord");
+  rejects([&] { ppat::sort_pairs(buffer, buffer + 8, none, buffer + 24, 4); }, "values_in");
+  rejects([&] { ppat::sort_pairs(buffer, buffer + 8, buffer + 16, none, 4); }, "values_out");
+  rejects([&] { ppat::sort_pairs(buffer, buffer + 8, buffer + 16, buffer + 2, 4); }, "values_out");
+  rejects([&] { ppat::sort_pairs(buffer, buffer + 8, buffer + 16, buffer + 10, 4); }, "values_out");
+  rejects([&] { ppat::sort_pairs(buffer, buffer + 8, buffer + 9, buffer + 24, 4); }, "keys_out");
+  rejects([&] { ppat::textbook::binary_split_sort_keys(buffer, buffer + 1, 4); }, "'out'");
+  rejects(
+      [&] {
+        ppat::textbook::reduce_then_scan_sort_pairs(buffer, buffer + 8, buffer + 16, buffer + 24, 4,
+                                                    ppat::order::ascending, 0, 40);
+      },
+      "end_bit");
+}
+
+}  // namespace
