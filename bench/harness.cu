@@ -45,6 +45,13 @@ __global__ void fill_uniform_kernel(T* data, std::size_t n, std::size_t run_leng
   }
 }
 
+template <class T>
+__global__ void fill_random_bits_kernel(T* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    data[i] = T(splitmix64(seed ^ splitmix64(i)));
+}
+
 __global__ void count_differences_kernel(const unsigned char* a, const unsigned char* b,
                                          std::size_t bytes, unsigned long long* differences) {
   unsigned long long mine = 0;
@@ -88,6 +95,17 @@ void fill_uniform_runs(T* data, std::size_t n, std::size_t run_length, double lo
   // Cases run on a non-blocking stream, which does not wait for the legacy stream.
   check(cudaDeviceSynchronize(), "fill_uniform_kernel");
 }
+template <class T>
+void fill_random_bits(T* data, std::size_t n, std::uint64_t seed) {
+  fill_random_bits_kernel<<<1024, 256>>>(data, n, seed);
+  check(cudaGetLastError(), "fill_random_bits_kernel");
+  check(cudaDeviceSynchronize(), "fill_random_bits_kernel");
+}
+
+template void fill_random_bits(std::uint8_t*, std::size_t, std::uint64_t);
+template void fill_random_bits(std::uint16_t*, std::size_t, std::uint64_t);
+template void fill_random_bits(std::uint32_t*, std::size_t, std::uint64_t);
+template void fill_random_bits(std::uint64_t*, std::size_t, std::uint64_t);
 template void fill_uniform(std::uint8_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::uint16_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::int16_t*, std::size_t, double, double, std::uint64_t);
@@ -277,7 +295,8 @@ void session::print(const bench_case& c, const std::vector<row>& rows) const {
   if (!c.shape.empty()) std::printf(" (%s)", c.shape.c_str());
   if (c.bytes > 0) std::printf(", %.1f MB must move per call", c.bytes / 1e6);
   std::printf(
-      "\n  %-46s %12s %9s %7s %8s  %s\n", "variant", "time", "GB/s", "% copy",
+      "\n  %-46s %12s%s %9s %7s %8s  %s\n", "variant", "time", c.keys_per_second ? "  Gkeys/s" : "",
+      "GB/s", "% copy",
       ("vs " + (c.baseline.empty() ? std::string("-") : c.baseline.substr(0, c.baseline.find(':'))))
           .c_str(),
       "check");
@@ -286,8 +305,11 @@ void session::print(const bench_case& c, const std::vector<row>& rows) const {
     if (!std::isnan(r.gbps)) std::snprintf(gbps, sizeof gbps, "%.1f", r.gbps);
     if (!std::isnan(r.pct_copy)) std::snprintf(pct, sizeof pct, "%.1f%%", r.pct_copy);
     if (!std::isnan(r.vs_baseline)) std::snprintf(vs, sizeof vs, "%.2fx", r.vs_baseline);
-    std::printf("  %-46s %12s %9s %7s %8s  %s\n", r.variant.c_str(), format_time(r.time_us).c_str(),
-                gbps, pct, vs, r.check.c_str());
+    char rate[16] = "";
+    if (c.keys_per_second)
+      std::snprintf(rate, sizeof rate, " %8.1f", double(c.n) / r.time_us / 1e3);
+    std::printf("  %-46s %12s%s %9s %7s %8s  %s\n", r.variant.c_str(),
+                format_time(r.time_us).c_str(), rate, gbps, pct, vs, r.check.c_str());
   }
   std::fflush(stdout);
 }

@@ -73,6 +73,10 @@ template <class T>
 void fill_uniform_runs(T* data, std::size_t n, std::size_t run_length, double low, double high,
                        std::uint64_t seed);
 
+// Every bit pattern equally likely: integer keys over their whole range.
+template <class T>
+void fill_random_bits(T* data, std::size_t n, std::uint64_t seed);
+
 // Keys in runs of `run_length` equal values, each run's key drawn from (seed, run index).
 void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::uint64_t seed);
 
@@ -89,13 +93,14 @@ struct variant {
 };
 
 struct bench_case {
-  std::string pattern;  // "scan", "select", "histogram", "transpose", "overhead"
+  std::string pattern;  // "scan", "select", "sort", "histogram", "transpose", "overhead"
   std::string label;    // what is computed, e.g. "inclusive i32"
   std::string type;
-  std::size_t n = 0;  // items
-  std::string shape;  // "rows x cols" for transposes
-  double bytes = 0;   // that must move per call: inputs read once, outputs written once
-  int sets = 1;       // rotating buffer sets the runs cycle through
+  std::size_t n = 0;             // items
+  std::string shape;             // "rows x cols" for transposes
+  double bytes = 0;              // that must move per call: inputs read once, outputs written once
+  bool keys_per_second = false;  // also print n / time (sorts: Gkeys/s)
+  int sets = 1;                  // rotating buffer sets the runs cycle through
   // A device copy of `copy_bytes` (read and written) on the same rotation: the bandwidth
   // ceiling this case is compared with. Empty where it does not apply.
   std::function<void(int set)> copy;
@@ -147,6 +152,7 @@ class session {
 void bench_scan(session& s);
 void bench_reduce(session& s);
 void bench_select(session& s);
+void bench_sort(session& s);
 void bench_histogram(session& s);
 void bench_transpose(session& s);
 void bench_overhead(session& s);

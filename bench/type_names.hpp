@@ -23,6 +23,8 @@ std::string type_name() {
     return "u32";
   else if constexpr (std::is_same_v<T, std::int64_t>)
     return "i64";
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return "u64";
   else if constexpr (std::is_same_v<T, float>)
     return "f32";
   else if constexpr (std::is_same_v<T, double>)

@@ -228,6 +228,63 @@ int self_check() {
         });
   });
 
+  // Sorts: float keys with NaNs of both signs and zeros of both signs, descending; int keys
+  // with their positions as values, which shows stability.
+  auto floats = random_values<float>(n, -1000, 1000);
+  for (std::size_t i = 0; i < n; i += 97)
+    floats[i] = i % 3 == 0 ? -0.0f : i % 3 == 1 ? 0.0f : std::copysign(NAN, i % 2 ? 1.0f : -1.0f);
+  const auto descending = ppat_reference::gathered(
+      floats, ppat_reference::sorted_positions(floats, /*descending=*/true));
+  report("sort_keys", [&] {
+    return run_and_compare<float, float>(floats, descending, [&](const float* in, float* out) {
+      ppat::sort_keys(in, out, n, ppat::order::descending);
+    });
+  });
+  std::vector<unsigned> positions(n);
+  for (std::size_t i = 0; i < n; ++i)
+    positions[i] = unsigned(i);
+  const auto by_key = ppat_reference::sorted_positions(small, /*descending=*/false);
+  const auto sorted_positions = ppat_reference::gathered(positions, by_key);
+  const auto with_values_in = [&](const std::function<void(const unsigned*)>& call) {
+    unsigned* values = nullptr;
+    check_cuda(cudaMalloc(&values, n * sizeof(unsigned)));
+    check_cuda(cudaMemcpy(values, positions.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+    try {
+      call(values);
+    } catch (...) {
+      (void)cudaFree(values);
+      throw;
+    }
+    check_cuda(cudaFree(values));
+  };
+  const auto check_pairs =
+      [&](const std::function<void(const int*, int*, const unsigned*, unsigned*)>& sort) {
+        return run_and_compare<int, unsigned>(
+            small, sorted_positions, [&](const int* in, unsigned* out) {
+              with_keys_out([&](int* keys_out) {
+                with_values_in([&](const unsigned* values) { sort(in, keys_out, values, out); });
+              });
+            });
+      };
+  report("sort_pairs", [&] {
+    return check_pairs(
+        [&](const int* keys_in, int* keys_out, const unsigned* values_in, unsigned* values_out) {
+          ppat::sort_pairs(keys_in, keys_out, values_in, values_out, n);
+        });
+  });
+  report("textbook::reduce_then_scan_sort_pairs", [&] {
+    return check_pairs(
+        [&](const int* keys_in, int* keys_out, const unsigned* values_in, unsigned* values_out) {
+          tb::reduce_then_scan_sort_pairs(keys_in, keys_out, values_in, values_out, n);
+        });
+  });
+  report("textbook::binary_split_sort_pairs", [&] {
+    return check_pairs(
+        [&](const int* keys_in, int* keys_out, const unsigned* values_in, unsigned* values_out) {
+          tb::binary_split_sort_pairs(keys_in, keys_out, values_in, values_out, n);
+        });
+  });
+
   auto samples = random_values<float>(n, -0.25f, 1.25f);
   samples[0] = std::numeric_limits<float>::quiet_NaN();
   const int bins = 257;

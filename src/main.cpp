@@ -26,10 +26,10 @@ commands:
   check                run every primitive once on random data against the host reference
 
 bench options:
-  --pattern P[,P...]   scan, reduce, select, histogram, transpose, overhead (default: all)
+  --pattern P[,P...]   scan, reduce, select, sort, histogram, transpose, overhead (default: all)
   --sizes SPEC         log2 of the item counts: FROM:TO[:STEP] or a list, e.g. 16:30:2 or 20,24
                        (transpose: square-ish matrices of 2^k elements instead of its shapes)
-  --types T[,T...]     i32 f32 i64 f64 u8 u16 i16 16B (default: each pattern's own set)
+  --types T[,T...]     i32 u32 f32 i64 u64 f64 u8 u16 i16 16B (default: each pattern's own set)
   --json FILE          write every row as JSON (scripts/plot.py draws it)
   --csv FILE           write every row as CSV
   --quick              fewer sizes, types and runs: well under a minute
@@ -87,9 +87,10 @@ std::vector<int> parse_sizes(const std::string& spec) {
 
 ppat_bench::options parse_bench_options(const std::vector<std::string>& args) {
   ppat_bench::options opts;
-  const std::vector<std::string> patterns = {"scan",      "reduce",    "select",
+  const std::vector<std::string> patterns = {"scan",      "reduce",    "select",  "sort",
                                              "histogram", "transpose", "overhead"};
-  const std::vector<std::string> types = {"i32", "f32", "i64", "f64", "u8", "u16", "i16", "16B"};
+  const std::vector<std::string> types = {"i32", "u32", "f32", "i64", "u64",
+                                          "f64", "u8",  "u16", "i16", "16B"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const auto value = [&]() -> const std::string& {
@@ -207,6 +208,7 @@ int bench(const std::vector<std::string>& args) {
   ppat_bench::bench_scan(session);
   ppat_bench::bench_reduce(session);
   ppat_bench::bench_select(session);
+  ppat_bench::bench_sort(session);
   ppat_bench::bench_histogram(session);
   ppat_bench::bench_transpose(session);
   return session.finish() ? 0 : 1;

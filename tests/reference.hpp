@@ -2,9 +2,14 @@
 // API.md and sharing no code with the kernels they check. `ppat check` uses them too.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -226,6 +231,80 @@ std::vector<Count> run_lengths(const std::vector<K>& keys) {
     }
   }
   return out;
+}
+
+// ---- Sort ----
+
+template <class K>
+constexpr bool is_float_key =
+    std::is_floating_point_v<K> || std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
+
+template <class K>
+double as_double(const K& key) {
+  if constexpr (std::is_same_v<K, __half>) {
+    return double(__half2float(key));
+  } else if constexpr (std::is_same_v<K, __nv_bfloat16>) {
+    return double(__bfloat162float(key));
+  } else {
+    return double(key);
+  }
+}
+
+// The order the API promises, written independently of the library's images: numbers by
+// value with -0.0 before +0.0, every NaN after +inf and equal to every other NaN.
+template <class K>
+bool key_less(const K& a, const K& b) {
+  if constexpr (is_float_key<K>) {
+    const double x = as_double(a), y = as_double(b);
+    const bool x_nan = std::isnan(x), y_nan = std::isnan(y);
+    if (x_nan || y_nan) return !x_nan && y_nan;
+    if (x != y) return x < y;
+    return std::signbit(x) && !std::signbit(y);
+  } else {
+    return a < b;
+  }
+}
+
+// Bits [begin_bit, end_bit) of an unsigned key.
+template <class K>
+std::uint64_t key_bits(const K& key, int begin_bit, int end_bit) {
+  const std::uint64_t mask = end_bit - begin_bit >= 64
+                                 ? ~std::uint64_t{0}
+                                 : (std::uint64_t{1} << (end_bit - begin_bit)) - 1;
+  return (std::uint64_t(key) >> begin_bit) & mask;
+}
+
+// The input positions in sorted order: a stable sort, ascending or descending, by the whole
+// key or (unsigned keys) by a range of its bits.
+template <class K>
+std::vector<std::size_t> sorted_positions(const std::vector<K>& keys, bool descending,
+                                          int begin_bit = 0, int end_bit = 8 * sizeof(K)) {
+  std::vector<std::size_t> positions(keys.size());
+  std::iota(positions.begin(), positions.end(), std::size_t{0});
+  const bool whole = begin_bit == 0 && end_bit == int(8 * sizeof(K));
+  const auto less = [&](std::size_t i, std::size_t j) {
+    if (whole) return key_less(keys[i], keys[j]);
+    if constexpr (std::is_unsigned_v<K>) {
+      return key_bits(keys[i], begin_bit, end_bit) < key_bits(keys[j], begin_bit, end_bit);
+    } else {
+      return false;
+    }
+  };
+  if (!descending) {
+    std::stable_sort(positions.begin(), positions.end(), less);
+  } else {
+    std::stable_sort(positions.begin(), positions.end(),
+                     [&](std::size_t i, std::size_t j) { return less(j, i); });
+  }
+  return positions;
+}
+
+template <class T>
+std::vector<T> gathered(const std::vector<T>& from, const std::vector<std::size_t>& positions) {
+  std::vector<T> to(positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    to[i] = from[positions[i]];
+  return to;
 }
 
 }  // namespace ppat_reference

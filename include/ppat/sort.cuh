@@ -18,13 +18,18 @@
 // Keys move once a pass: read once, written once.
 //
 // A published count takes 30 bits of a 32-bit word beside its 2-bit status, so a pass
-// covers at most 2^30 - 1 keys a launch: larger inputs run in portions, each portion's
-// digit starts carried to the next by its last tile.
+// covers at most 2^29 keys a launch: larger inputs run in portions, each portion's digit
+// starts carried to the next by its last tile.
+//
+// Inputs of no more tiles than the GPU holds at once (about 2^20 4-byte keys on an H200)
+// take one cooperative launch instead: the same tiles, every pass, with the blocks waiting
+// for one another between passes.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -198,7 +203,7 @@ class pass_buffers {
 };
 
 // A tile: 256 threads ranking `items` keys each (a power of two), and their values, staged
-// in shared memory (up to 32 KB of them, so that two tiles share an SM).
+// in shared memory (up to 32 KB of them); two or three tiles an SM.
 template <class K, class V>
 struct onesweep_shape {
   static constexpr int threads = 256;
@@ -212,7 +217,7 @@ struct onesweep_shape {
     return most;
   }();
   static constexpr int tile_items = threads * items;
-  static constexpr int min_blocks_per_sm = 2;
+  static constexpr int min_blocks_per_sm = pair_bytes <= 4 ? 3 : 2;  // without spills
 };
 
 // A published digit count: status in the top 2 bits, the count in the rest. 0: nothing yet.
@@ -221,6 +226,7 @@ constexpr unsigned count_inclusive = 2u << 30;
 constexpr unsigned count_mask = count_aggregate - 1;
 // Keys a pass covers in one launch: a multiple of every tile size, below 2^30.
 constexpr std::size_t portion_items = std::size_t{1} << 29;
+constexpr int lookback_window = 4;
 
 // Memory one sort call needs, zeroed by one memset where marked.
 struct onesweep_scratch {
@@ -251,6 +257,17 @@ __global__ void digit_counts_kernel(const K* keys, std::size_t n, radix_passes p
                                     int end_bit, onesweep_scratch scratch);
 template <class Shape, class K, class V>
 __global__ void onesweep_kernel(onesweep_pass<K, V> pass);
+template <class Shape, class K, class V>
+struct tile_storage;
+template <class Shape, class K, class V>
+std::size_t resident_tiles(const call_context& call);
+template <class Shape, class K, class V>
+void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                     std::size_t n, radix_passes passes, order ord, int end_bit,
+                     const call_context& call);
+template <class Shape, bool FromL2, class K, class V>
+__device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
+                          tile_storage<Shape, K, V>& storage);
 
 template <class K, class V>
 void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
@@ -269,6 +286,10 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
 
   using shape = onesweep_shape<K, V>;
   static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
+  if (ceil_div(n, shape::tile_items) <= resident_tiles<shape, K, V>(call)) {
+    one_launch_sort<shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit, call);
+    return;
+  }
   const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
   // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
   // published counts; the digit starts last.
@@ -419,11 +440,37 @@ __device__ inline unsigned lanes_with_digit(unsigned digit) {
   return peers;
 }
 
-// A tile's keys are warp-striped: warp w holds items w x 32 x items + i x 32 + lane, so that
-// the order (warp, i, lane) is input order and ranking in it keeps the sort stable.
+// Shared memory of one tile.
+template <class Shape, class K, class V>
+struct tile_storage {
+  unsigned warp_digit_counts[Shape::warps][radix];
+  unsigned long long digit_offsets[radix];
+  uninitialized_array<K, Shape::tile_items> staged_keys;
+  uninitialized_array<value_or_char<V>, std::is_same_v<V, no_values> ? 1 : Shape::tile_items>
+      staged_values;
+};
+
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     onesweep_kernel(onesweep_pass<K, V> pass) {
+  __shared__ unsigned tile_slot;
+  __shared__ tile_storage<Shape, K, V> storage;
+  if (threadIdx.x == 0) {
+    const unsigned tile = atomicAdd(pass.tile_counter, 1u);
+    if (tile == pass.tiles - 1) atomicExch(pass.tile_counter, 0u);
+    tile_slot = tile;
+  }
+  __syncthreads();
+  sort_tile<Shape, false>(pass, tile_slot, storage);
+}
+
+// One tile of a pass, by the whole block. A tile's keys are warp-striped: warp w holds
+// items w x 32 x items + i x 32 + lane, so that the order (warp, i, lane) is input order and
+// ranking in it keeps the sort stable. `FromL2`: the keys and values were written by other
+// blocks of the same kernel, which this SM's L1 may hold older copies of.
+template <class Shape, bool FromL2, class K, class V>
+__device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
+                          tile_storage<Shape, K, V>& storage) {
   constexpr int threads = Shape::threads;
   constexpr int items = Shape::items;
   constexpr int warps = Shape::warps;
@@ -431,21 +478,13 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   constexpr bool has_values = !std::is_same_v<V, no_values>;
   using value = value_or_char<V>;
   static_assert(threads >= radix, "a thread a digit");
-  __shared__ unsigned tile_slot;
-  __shared__ unsigned warp_digit_counts[warps][radix];
-  __shared__ unsigned long long digit_offsets[radix];
-  __shared__ uninitialized_array<K, tile_items> staged_keys;
-  __shared__ uninitialized_array<value, has_values ? tile_items : 1> staged_values;
-
-  if (threadIdx.x == 0) {
-    const unsigned tile = atomicAdd(pass.tile_counter, 1u);
-    if (tile == pass.tiles - 1) atomicExch(pass.tile_counter, 0u);
-    tile_slot = tile;
-  }
+  auto& warp_digit_counts = storage.warp_digit_counts;
+  auto& digit_offsets = storage.digit_offsets;
+  auto& staged_keys = storage.staged_keys;
+  auto& staged_values = storage.staged_values;
   for (int i = int(threadIdx.x); i < warps * radix; i += threads)
     (&warp_digit_counts[0][0])[i] = 0;
   __syncthreads();
-  const unsigned tile = tile_slot;
   const std::size_t tile_first = std::size_t(tile) * tile_items;
   const unsigned valid = unsigned(min(pass.count - tile_first, std::size_t(tile_items)));
   const int warp = int(threadIdx.x / 32);
@@ -456,30 +495,34 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // which ranks after every real key of the tile and is never written.
   K keys[items];
   value values[items];
-  unsigned digits[items];
 #pragma unroll
   for (int i = 0; i < items; ++i) {
     const unsigned at = warp_first + unsigned(i * 32 + lane);
     if (at < valid) {
-      keys[i] = pass.keys_in[tile_first + at];
-      if constexpr (has_values) values[i] = pass.values_in[tile_first + at];
+      if constexpr (FromL2) {
+        keys[i] = load_published(pass.keys_in + tile_first + at);
+        if constexpr (has_values) values[i] = load_published(pass.values_in + tile_first + at);
+      } else {
+        keys[i] = pass.keys_in[tile_first + at];
+        if constexpr (has_values) values[i] = pass.values_in[tile_first + at];
+      }
     }
   }
-#pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32 + lane);
-    digits[i] = at < valid ? pass.digit(keys[i]) : pass.digit.mask;
-  }
+  // Recomputed where needed rather than held: registers decide how many tiles share an SM.
+  const auto digit_of = [&](int i) {
+    return warp_first + unsigned(i * 32 + lane) < valid ? pass.digit(keys[i]) : pass.digit.mask;
+  };
 
   // Each key's rank among the warp's keys of its digit, counted in the warp's own counters.
   unsigned ranks[items];
   unsigned* const counts = warp_digit_counts[warp];
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned peers = lanes_with_digit(digits[i]);
+    const unsigned digit = digit_of(i);
+    const unsigned peers = lanes_with_digit(digit);
     const int leader = __ffs(int(peers)) - 1;
     unsigned before = 0;
-    if (lane == leader) before = atomicAdd(&counts[digits[i]], unsigned(__popc(int(peers))));
+    if (lane == leader) before = atomicAdd(&counts[digit], unsigned(__popc(int(peers))));
     before = __shfl_sync(full_warp, before, leader);
     ranks[i] = before + unsigned(__popc(int(peers & ((1u << lane) - 1u))));
   }
@@ -509,24 +552,43 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // Keys (and values) in the tile's digit order.
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned rank = ranks[i] + warp_digit_counts[warp][digits[i]];
+    const unsigned rank = ranks[i] + warp_digit_counts[warp][digit_of(i)];
     staged_keys[int(rank)] = keys[i];
     if constexpr (has_values) staged_values[int(rank)] = values[i];
   }
 
   // Thread d: how many keys of digit d the tiles before this one hold, from the newest
-  // inclusive count back; then this tile's inclusive count for the tiles after it.
+  // inclusive count back, reading `lookback_window` tiles at a time (one at a time, the walk
+  // back through tiles that have published only their own counts held each tile for
+  // microseconds); then this tile's inclusive count for the tiles after it.
   if (d < radix) {
     unsigned long long before = 0;
     if (tile > 0) {
-      unsigned from = tile - 1;
+      long long newest = tile - 1;
       for (;;) {
-        const unsigned word = device_atomic<unsigned>(pass.published[std::size_t(from) * radix + d])
-                                  .load(cuda::memory_order_relaxed);
-        if (word == 0) continue;
-        before += word & count_mask;
-        if ((word & count_inclusive) != 0) break;
-        --from;
+        unsigned words[lookback_window];
+#pragma unroll
+        for (int w = 0; w < lookback_window; ++w) {
+          words[w] =
+              newest - w >= 0
+                  ? device_atomic<unsigned>(pass.published[std::size_t(newest - w) * radix + d])
+                        .load(cuda::memory_order_relaxed)
+                  : count_inclusive;
+        }
+        // Up to the newest inclusive count: all published, or the window is read again.
+        bool ready = true, inclusive = false;
+        unsigned long long sum = 0;
+#pragma unroll
+        for (int w = 0; w < lookback_window; ++w) {
+          if (inclusive) continue;
+          ready = ready && words[w] != 0;
+          sum += words[w] & count_mask;
+          inclusive = (words[w] & count_inclusive) != 0;
+        }
+        if (!ready) continue;
+        before += sum;
+        if (inclusive) break;
+        newest -= lookback_window;
       }
       atomicExch(&pass.published[std::size_t(tile) * radix + d],
                  count_inclusive | unsigned(before + tile_count));
@@ -548,6 +610,149 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
       pass.keys_out[to] = key;
       if constexpr (has_values) pass.values_out[to] = staged_values[int(r)];
     }
+  }
+  __syncthreads();  // before the block's next tile reuses the storage
+}
+
+// ---- Small inputs: every pass in one launch -------------------------------------------------
+
+// Up to as many tiles as the GPU holds at once, a separate launch a pass (and a memset
+// between passes) costs more than the passes themselves: at 2^16 keys, 56 us against a few
+// us of work. One cooperative launch does it all: each block counts its tile's digits for
+// every pass, and the blocks then sort their tiles pass after pass, waiting for one another
+// between passes. The tile code is the onesweep kernel's.
+template <class K, class V>
+struct one_launch_sort_args {
+  static constexpr int most_passes = 8;  // 64-bit keys
+  const K* keys_from[most_passes];
+  K* keys_to[most_passes];
+  const V* values_from[most_passes];
+  V* values_to[most_passes];
+  std::size_t n;
+  radix_passes passes;
+  order ord;
+  int end_bit;
+  unsigned* counts;     // [pass][digit], zeroed
+  unsigned* arrived;    // at the grid barriers, zeroed
+  unsigned* published;  // [pass][tile][digit], zeroed
+};
+
+template <class Shape, class K, class V>
+__global__ void one_launch_sort_kernel(one_launch_sort_args<K, V> sort);
+
+// Blocks of the one-launch kernel that fit on the GPU at once, queried once per device.
+template <class Shape, class K, class V>
+std::size_t resident_tiles(const call_context& call) {
+  constexpr int most_devices = 64;
+  static std::atomic<int> per_sm[most_devices] = {};
+  if (call.device() >= most_devices) return 0;
+  int blocks = per_sm[call.device()].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &blocks, one_launch_sort_kernel<Shape, K, V>, Shape::threads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    per_sm[call.device()].store(blocks, std::memory_order_relaxed);
+  }
+  return std::size_t(blocks) * std::size_t(call.limits().sm_count);
+}
+
+template <class Shape, class K, class V>
+void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                     std::size_t n, radix_passes passes, order ord, int end_bit,
+                     const call_context& call) {
+  const unsigned tiles = unsigned(ceil_div(n, Shape::tile_items));
+  const std::size_t counts_bytes = std::size_t(passes.count) * radix * sizeof(unsigned);
+  const std::size_t scratch_bytes =
+      counts_bytes + 16 + std::size_t(passes.count) * tiles * radix * sizeof(unsigned);
+  temporary_buffer<unsigned char> scratch(scratch_bytes, call);
+  call.check(cudaMemsetAsync(scratch.data(), 0, scratch_bytes, call.stream()), "cudaMemsetAsync");
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  one_launch_sort_args<K, V> sort{};
+  for (int pass = 0; pass < std::min(passes.count, sort.most_passes); ++pass) {
+    sort.keys_from[pass] = buffers.keys_from(pass);
+    sort.keys_to[pass] = buffers.keys_to(pass);
+    sort.values_from[pass] = buffers.values_from(pass);
+    sort.values_to[pass] = buffers.values_to(pass);
+  }
+  sort.n = n;
+  sort.passes = passes;
+  sort.ord = ord;
+  sort.end_bit = end_bit;
+  sort.counts = reinterpret_cast<unsigned*>(scratch.data());
+  sort.arrived = reinterpret_cast<unsigned*>(scratch.data() + counts_bytes);
+  sort.published = reinterpret_cast<unsigned*>(scratch.data() + counts_bytes + 16);
+  void* arguments[] = {&sort};
+  call.check(cudaLaunchCooperativeKernel(
+                 reinterpret_cast<const void*>(&one_launch_sort_kernel<Shape, K, V>), dim3(tiles),
+                 dim3(Shape::threads), arguments, 0, call.stream()),
+             "cudaLaunchCooperativeKernel");
+  buffers.release();
+  scratch.release();
+}
+
+// Every block of the grid arrives before any leaves. All blocks are resident (a cooperative
+// launch); the k-th barrier of the kernel waits for k x gridDim.x arrivals.
+__device__ inline void grid_barrier(unsigned* arrived, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(arrived, 1u);
+    while (device_atomic<unsigned>(*arrived).load(cuda::memory_order_acquire) < target) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, 2)
+    one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
+  constexpr int most_passes = one_launch_sort_args<K, V>::most_passes;
+  __shared__ tile_storage<Shape, K, V> storage;
+  __shared__ unsigned long long digit_starts[radix];
+  // Until the first tile is ranked, the warps' digit counters hold the tile's counts.
+  static_assert(Shape::warps >= most_passes, "every pass's counts fit the warps' counters");
+  auto& tile_counts = reinterpret_cast<unsigned(&)[most_passes][radix]>(storage.warp_digit_counts);
+  const unsigned tile = blockIdx.x;
+  const radix_passes passes = sort.passes;
+
+  // The tile's digits, every pass's, added to the totals.
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads)
+    (&tile_counts[0][0])[i] = 0;
+  __syncthreads();
+  const std::size_t first = std::size_t(tile) * Shape::tile_items;
+  const std::size_t end = min(sort.n, first + Shape::tile_items);
+  for (std::size_t i = first + threadIdx.x; i < end; i += Shape::threads) {
+    const K key = sort.keys_from[0][i];
+    for (int p = 0; p < passes.count; ++p)
+      atomicAdd(&tile_counts[p][passes.digit<K>(p, sort.ord, sort.end_bit)(key)], 1u);
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads) {
+    const unsigned count = (&tile_counts[0][0])[i];
+    if (count != 0) atomicAdd(&sort.counts[i], count);
+  }
+  grid_barrier(sort.arrived, gridDim.x);
+
+  for (int p = 0; p < passes.count; ++p) {
+    const unsigned long long total =
+        threadIdx.x < radix ? load_published(&sort.counts[p * radix + threadIdx.x]) : 0;
+    const unsigned long long start = exclusive_digit_sum(total);
+    if (threadIdx.x < radix) digit_starts[threadIdx.x] = start;
+    __syncthreads();
+    const onesweep_pass<K, V> pass{sort.keys_from[p],
+                                   sort.keys_to[p],
+                                   sort.values_from[p],
+                                   sort.values_to[p],
+                                   sort.n,
+                                   gridDim.x,
+                                   passes.digit<K>(p, sort.ord, sort.end_bit),
+                                   nullptr,
+                                   sort.published + std::size_t(p) * gridDim.x * radix,
+                                   digit_starts,
+                                   nullptr};
+    sort_tile<Shape, true>(pass, tile, storage);
+    if (p + 1 < passes.count) grid_barrier(sort.arrived, unsigned(p + 2) * gridDim.x);
   }
 }
 

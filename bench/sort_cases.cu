@@ -1,0 +1,194 @@
+// Radix sort beside CUB's DeviceRadixSort: keys of every width, pairs, a 16-bit range of a
+// 32-bit key, and the textbook rungs on u32 keys. Bytes that must move: the keys (and
+// values) read once and written once; a sort makes several passes, so the percentage of copy
+// says how close the whole sort comes to one pass at copy speed.
+#include <ppat/ppat.cuh>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <functional>
+#include <string>
+
+#include "harness.hpp"
+#include "type_names.hpp"
+
+namespace ppat_bench {
+namespace {
+
+// Integer keys over their whole range; floats drawn from [-1e9, 1e9] (no NaNs, whose order
+// CUB does not promise).
+template <class K>
+void fill_keys(K* keys, std::size_t n, std::uint64_t seed) {
+  if constexpr (std::is_integral_v<K>) {
+    fill_random_bits(keys, n, seed);
+  } else {
+    fill_uniform(keys, n, -1e9, 1e9, seed);
+  }
+}
+
+// CUB's two-phase call as one: the size query once, the temporary storage kept for the case.
+class cub_sort {
+ public:
+  using signature = cudaError_t(void*, std::size_t&, int);
+  explicit cub_sort(std::function<signature> call) : call_(std::move(call)) {
+    check(call_(nullptr, bytes_, 0), "CUB size query");
+    storage_ = device_array<unsigned char>(bytes_);
+  }
+  void operator()(int set) {
+    std::size_t bytes = bytes_;
+    check(call_(storage_.data(), bytes, set), "CUB call");
+  }
+
+ private:
+  std::function<signature> call_;
+  std::size_t bytes_ = 0;
+  device_array<unsigned char> storage_;
+};
+
+struct sort_spec {
+  int begin_bit = 0;
+  int end_bit = 0;  // 0: the whole key
+  bool descending = false;
+  bool textbook = false;
+};
+
+// Keys of type K (with values of type V unless V is void) on rotating sets; CUB sorts set 0
+// into buffers of its own, and ppat's set 0 output is compared with it bitwise.
+template <class K, class V>
+void sort_case(session& s, int log2_n, const sort_spec& spec) {
+  constexpr bool pairs = !std::is_void_v<V>;
+  using value = std::conditional_t<pairs, V, char>;
+  const std::size_t n = std::size_t{1} << log2_n;
+  const cudaStream_t stream = s.stream();
+  const int end_bit = spec.end_bit == 0 ? int(8 * sizeof(K)) : spec.end_bit;
+  const double bytes_per_key = 2.0 * (sizeof(K) + (pairs ? sizeof(value) : 0));
+  const int sets = s.rotation_sets(bytes_per_key * n);
+  std::vector<device_array<K>> keys_in(sets), keys_out(sets);
+  std::vector<device_array<value>> values_in(pairs ? sets : 0), values_out(pairs ? sets : 0);
+  for (int k = 0; k < sets; ++k) {
+    keys_in[k] = device_array<K>(n);
+    keys_out[k] = device_array<K>(n);
+    fill_keys(keys_in[k].data(), n, 9000 + k);
+    if constexpr (pairs) {
+      values_in[k] = device_array<value>(n);
+      values_out[k] = device_array<value>(n);
+      fill_uniform(values_in[k].data(), n, 0, 1e6, 9100 + k);
+    }
+  }
+  device_array<K> cub_keys(n);
+  device_array<value> cub_values(pairs ? n : 0);
+  const auto keys_to = [&](int k) { return k == 0 ? cub_keys.data() : keys_out[k].data(); };
+  const auto values_to = [&](int k) { return k == 0 ? cub_values.data() : values_out[k].data(); };
+  const int items = int(n);
+  cub_sort cub([&](void* temp, std::size_t& bytes, int k) {
+    if constexpr (pairs) {
+      return spec.descending ? cub::DeviceRadixSort::SortPairsDescending(
+                                   temp, bytes, keys_in[k].data(), keys_to(k), values_in[k].data(),
+                                   values_to(k), items, spec.begin_bit, end_bit, stream)
+                             : cub::DeviceRadixSort::SortPairs(
+                                   temp, bytes, keys_in[k].data(), keys_to(k), values_in[k].data(),
+                                   values_to(k), items, spec.begin_bit, end_bit, stream);
+    } else {
+      return spec.descending
+                 ? cub::DeviceRadixSort::SortKeysDescending(temp, bytes, keys_in[k].data(),
+                                                            keys_to(k), items, spec.begin_bit,
+                                                            end_bit, stream)
+                 : cub::DeviceRadixSort::SortKeys(temp, bytes, keys_in[k].data(), keys_to(k), items,
+                                                  spec.begin_bit, end_bit, stream);
+    }
+  });
+  const ppat::order ord = spec.descending ? ppat::order::descending : ppat::order::ascending;
+  const auto matches_cub = [&] {
+    if (count_differences(keys_out[0].data(), cub_keys.data(), n * sizeof(K)) != 0) return false;
+    if constexpr (pairs) {
+      return count_differences(values_out[0].data(), cub_values.data(), n * sizeof(value)) == 0;
+    } else {
+      return true;
+    }
+  };
+
+  const std::string type = type_name<K>();
+  bench_case c;
+  c.pattern = "sort";
+  c.label = "keys " + type;
+  if constexpr (pairs) c.label = "pairs " + type + " / " + type_name<value>();
+  if (spec.descending) c.label += ", descending";
+  if (spec.end_bit != 0)
+    c.label += ", bits " + std::to_string(spec.begin_bit) + "-" + std::to_string(end_bit);
+  c.type = type;
+  c.n = n;
+  c.bytes = bytes_per_key * n;
+  c.keys_per_second = true;
+  c.sets = sets;
+  std::vector<device_array<unsigned char>> copy_in(sets), copy_out(sets);
+  const std::size_t half = std::size_t(c.bytes / 2);
+  for (int k = 0; k < sets; ++k) {
+    copy_in[k] = device_array<unsigned char>(half);
+    copy_out[k] = device_array<unsigned char>(half);
+  }
+  c.copy = [&](int k) {
+    check(cudaMemcpyAsync(copy_out[k].data(), copy_in[k].data(), half, cudaMemcpyDeviceToDevice,
+                          stream),
+          "cudaMemcpyAsync");
+  };
+  c.copy_bytes = double(half);
+  c.baseline = pairs ? "cub::DeviceRadixSort::SortPairs" : "cub::DeviceRadixSort::SortKeys";
+  c.variants.push_back({c.baseline, std::ref(cub), nullptr});
+  c.variants.push_back({pairs ? "ppat::sort_pairs" : "ppat::sort_keys",
+                        [&](int k) {
+                          if constexpr (pairs) {
+                            ppat::sort_pairs(keys_in[k].data(), keys_out[k].data(),
+                                             values_in[k].data(), values_out[k].data(), n, ord,
+                                             spec.begin_bit, end_bit, stream);
+                          } else {
+                            ppat::sort_keys(keys_in[k].data(), keys_out[k].data(), n, ord,
+                                            spec.begin_bit, end_bit, stream);
+                          }
+                        },
+                        matches_cub});
+  if (spec.textbook) {
+    c.variants.push_back({"textbook::reduce_then_scan_sort_keys",
+                          [&](int k) {
+                            ppat::textbook::reduce_then_scan_sort_keys(
+                                keys_in[k].data(), keys_out[k].data(), n, ord, spec.begin_bit,
+                                end_bit, stream);
+                          },
+                          matches_cub});
+    c.variants.push_back({"textbook::binary_split_sort_keys",
+                          [&](int k) {
+                            ppat::textbook::binary_split_sort_keys(keys_in[k].data(),
+                                                                   keys_out[k].data(), n, ord,
+                                                                   spec.begin_bit, end_bit, stream);
+                          },
+                          matches_cub});
+  }
+  s.run(c);
+}
+
+}  // namespace
+
+void bench_sort(session& s) {
+  if (!s.wants_pattern("sort")) return;
+  const std::vector<std::string> default_types =
+      s.opts().quick ? std::vector<std::string>{"u32"}
+                     : std::vector<std::string>{"u32", "f32", "u64", "f64", "u8", "u16"};
+  for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
+    // The textbook rungs make 32 and 8 passes of three kernels: up to 2^24 keys.
+    if (s.wants_type("u32", default_types)) {
+      sort_case<std::uint32_t, void>(s, log2_n, {0, 0, false, log2_n <= 24});
+      sort_case<std::uint32_t, void>(s, log2_n, {0, 0, true, false});
+      sort_case<std::uint32_t, void>(s, log2_n, {0, 16, false, false});
+      sort_case<std::uint32_t, std::uint32_t>(s, log2_n, {});
+    }
+    if (s.wants_type("f32", default_types)) sort_case<float, void>(s, log2_n, {});
+    if (s.wants_type("u64", default_types)) {
+      sort_case<std::uint64_t, void>(s, log2_n, {});
+      sort_case<std::uint64_t, std::uint32_t>(s, log2_n, {});
+    }
+    if (s.wants_type("f64", default_types)) sort_case<double, void>(s, log2_n, {});
+    if (s.wants_type("u8", default_types)) sort_case<std::uint8_t, void>(s, log2_n, {});
+    if (s.wants_type("u16", default_types)) sort_case<std::uint16_t, void>(s, log2_n, {});
+  }
+}
+
+}  // namespace ppat_bench
