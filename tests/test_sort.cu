@@ -433,6 +433,38 @@ TEST(sort, unaligned_buffers) {
             -1);
 }
 
+// 8- and 16-bit keys alone, more than one launch holds, are counted and the runs filled in
+// 16-byte vectors: outputs that start off a vector boundary, and keys with empty runs.
+template <class K>
+void counted_keys_into_unaligned_output(const char* type) {
+  const std::size_t n = (std::size_t{1} << 21) + 5;
+  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "more items than the sanitizers' budget";
+  for (ppat::order ord : orders) {
+    for (spread s : {spread::uniform_bits, spread::few_distinct, spread::specials}) {
+      SCOPED_TRACE(case_name(type, ord, s, n));
+      const auto keys = draw_keys<K>(n, s);
+      auto keys_in = on_device(keys);
+      auto keys_out = poisoned<K>(n + 1);
+      ppat::sort_keys(keys_in->data(), keys_out->data() + 1, n, ord);
+      ppat_test::expect_no_cuda_error();
+      auto got = keys_out->download();
+      EXPECT_TRUE(all_poison(std::vector<K>(got.begin(), got.begin() + 1)));
+      got.erase(got.begin());
+      EXPECT_EQ(ppat_test::first_mismatch(
+                    got, ppat_reference::gathered(keys, sorted_positions(keys, ord))),
+                -1);
+      EXPECT_TRUE(keys_out->guards_intact());
+    }
+  }
+}
+
+TEST(sort, counted_keys_into_unaligned_outputs) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  counted_keys_into_unaligned_output<std::uint8_t>("u8");
+  counted_keys_into_unaligned_output<std::int16_t>("i16");
+}
+
 TEST(sort, empty_input_does_nothing) {
   PPAT_REQUIRE_GPU();
   device_buffer<int> out(4, 8);

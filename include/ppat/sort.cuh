@@ -10,16 +10,20 @@
 //
 // Onesweep (Adinets & Merrill 2022). One kernel reads every key once and counts the digits
 // of all passes at once; its last block turns the counts into where each digit's keys start
-// in the output. Then one kernel a pass: a tile ranks its keys by digit (warps match equal
-// digits with ballots and count them in warp-private shared counters), publishes its 256
-// digit counts at once, stages keys and values in shared memory in digit order, learns from
-// the tiles before it, one thread a digit walking back through their published counts (a
-// look-back with a chain per digit), where each digit's keys go, and writes them there.
+// in the output. Then one kernel a pass: a tile ranks its keys by digit (warps find equal
+// digits through lane masks in shared memory and count them in warp-private counters),
+// publishes its 256 digit counts at once, stages keys and values in shared memory in digit
+// order, learns from the tiles before it, one thread a digit walking back through their
+// published counts (a look-back with a chain per digit), where each digit's keys go, and
+// writes them there.
 // Keys move once a pass: read once, written once.
 //
 // A published count takes 30 bits of a 32-bit word beside its 2-bit status, so a pass
 // covers at most 2^29 keys a launch: larger inputs run in portions, each portion's digit
 // starts carried to the next by its last tile.
+//
+// Integer keys of 8 or 16 bits without values, sorted by all their bits, and too many for
+// one launch, are counted instead: a histogram, a scan and a fill of the runs.
 //
 // Inputs of no more tiles than the GPU holds at once (about 2^20 4-byte keys on an H200)
 // take one cooperative launch instead: the same tiles, every pass, with the blocks waiting
@@ -33,6 +37,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/arguments.cuh"
@@ -45,6 +50,8 @@
 #include "core/radix_key.cuh"
 #include "core/shared_storage.cuh"
 #include "core/warp.cuh"
+#include "histogram.cuh"
+#include "scan.cuh"
 
 namespace ppat {
 
@@ -260,6 +267,9 @@ template <class Shape, class K, class V>
 __global__ void onesweep_kernel(onesweep_pass<K, V> pass);
 template <class Shape, class K, class V>
 struct tile_storage;
+template <class K>
+void counting_sort(const K* keys_in, K* keys_out, std::size_t n, order ord,
+                   const call_context& call);
 template <class Shape, class K, class V>
 std::size_t resident_tiles(const call_context& call);
 template <class Shape, class K, class V>
@@ -269,6 +279,9 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
 template <class Shape, bool FromL2, class K, class V>
 __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
                           tile_storage<Shape, K, V>& storage);
+template <class Shape, bool FromL2, bool Full, class K, class V>
+__device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
+                             tile_storage<Shape, K, V>& storage);
 
 template <class K, class V>
 void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
@@ -290,6 +303,12 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   if (ceil_div(n, shape::tile_items) <= resident_tiles<shape, K, V>(call)) {
     one_launch_sort<shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit, call);
     return;
+  }
+  if constexpr (std::is_same_v<V, no_values> && std::is_integral_v<K> && sizeof(K) <= 2) {
+    if (begin_bit == 0 && end_bit == int(8 * sizeof(K))) {
+      counting_sort(keys_in, keys_out, n, ord, call);
+      return;
+    }
   }
   const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
   // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
@@ -350,20 +369,16 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
 // Exclusive prefix sums of 256 values, one a thread of the block's first 256 threads.
 // Every thread of the block calls it.
 template <class T>
-__device__ T exclusive_digit_sum(T value, T* total = nullptr) {
+__device__ T exclusive_digit_sum(T value) {
   __shared__ T warp_sums[radix / 32];
   const int warp = int(threadIdx.x / 32);
   const T through = warp_inclusive_scan(value, [](T a, T b) { return a + b; });
   if (threadIdx.x < radix && lane_id() == 31) warp_sums[warp] = through;
   __syncthreads();
   T before = 0;
-  T all = 0;
-  for (int w = 0; w < radix / 32; ++w) {
-    if (w < warp) before += warp_sums[w];
-    all += warp_sums[w];
-  }
+  for (int w = 0; w < warp && w < radix / 32; ++w)
+    before += warp_sums[w];
   __syncthreads();
-  if (total != nullptr) *total = all;
   return before + through - value;
 }
 
@@ -429,26 +444,22 @@ __global__ void __launch_bounds__(Threads)
 
 // ---- One pass ------------------------------------------------------------------------------
 
-// The lanes of the warp whose digit equals this lane's, from one ballot a digit bit.
-__device__ inline unsigned lanes_with_digit(unsigned digit) {
-  unsigned peers = full_warp;
-#pragma unroll
-  for (int b = 0; b < radix_bits; ++b) {
-    const bool set = (digit >> b & 1u) != 0;
-    const unsigned with_bit = __ballot_sync(full_warp, set);
-    peers &= set ? with_bit : ~with_bit;
-  }
-  return peers;
-}
-
-// Shared memory of one tile.
+// Shared memory of one tile. While the tile ranks its keys, each warp finds the lanes that
+// share a digit through masks of lanes, one a digit, in two sets that items alternate
+// between; the keys are staged in the same bytes afterwards.
 template <class Shape, class K, class V>
 struct tile_storage {
   unsigned warp_digit_counts[Shape::warps][radix];
   unsigned long long digit_offsets[radix];
-  uninitialized_array<K, Shape::tile_items> staged_keys;
-  uninitialized_array<value_or_char<V>, std::is_same_v<V, no_values> ? 1 : Shape::tile_items>
-      staged_values;
+  struct staging {
+    uninitialized_array<K, Shape::tile_items> keys;
+    uninitialized_array<value_or_char<V>, std::is_same_v<V, no_values> ? 1 : Shape::tile_items>
+        values;
+  };
+  union {
+    unsigned lanes_of_digit[2][Shape::warps][radix];
+    staging staged;
+  };
 };
 
 template <class Shape, class K, class V>
@@ -472,6 +483,17 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
 template <class Shape, bool FromL2, class K, class V>
 __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
                           tile_storage<Shape, K, V>& storage) {
+  // Every tile but the last is full, and sorts without a bound check a key.
+  if ((std::size_t(tile) + 1) * Shape::tile_items <= pass.count) {
+    sort_tile_of<Shape, FromL2, true>(pass, tile, storage);
+  } else {
+    sort_tile_of<Shape, FromL2, false>(pass, tile, storage);
+  }
+}
+
+template <class Shape, bool FromL2, bool Full, class K, class V>
+__device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
+                             tile_storage<Shape, K, V>& storage) {
   constexpr int threads = Shape::threads;
   constexpr int items = Shape::items;
   constexpr int warps = Shape::warps;
@@ -479,15 +501,19 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
   constexpr bool has_values = !std::is_same_v<V, no_values>;
   using value = value_or_char<V>;
   static_assert(threads >= radix, "a thread a digit");
+  static_assert(tile_items <= 65536, "a rank and its digit share a register");
   auto& warp_digit_counts = storage.warp_digit_counts;
   auto& digit_offsets = storage.digit_offsets;
-  auto& staged_keys = storage.staged_keys;
-  auto& staged_values = storage.staged_values;
+  auto& staged_keys = storage.staged.keys;
+  auto& staged_values = storage.staged.values;
   for (int i = int(threadIdx.x); i < warps * radix; i += threads)
     (&warp_digit_counts[0][0])[i] = 0;
+  for (int i = int(threadIdx.x); i < 2 * warps * radix; i += threads)
+    (&storage.lanes_of_digit[0][0][0])[i] = 0;
   __syncthreads();
   const std::size_t tile_first = std::size_t(tile) * tile_items;
-  const unsigned valid = unsigned(min(pass.count - tile_first, std::size_t(tile_items)));
+  const unsigned valid =
+      Full ? unsigned(tile_items) : unsigned(min(pass.count - tile_first, std::size_t(tile_items)));
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
   const unsigned warp_first = unsigned(warp * 32 * items);
@@ -499,7 +525,7 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
 #pragma unroll
   for (int i = 0; i < items; ++i) {
     const unsigned at = warp_first + unsigned(i * 32 + lane);
-    if (at < valid) {
+    if (Full || at < valid) {
       if constexpr (FromL2) {
         keys[i] = load_published(pass.keys_in + tile_first + at);
         if constexpr (has_values) values[i] = load_published(pass.values_in + tile_first + at);
@@ -509,23 +535,30 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
       }
     }
   }
-  // Recomputed where needed rather than held: registers decide how many tiles share an SM.
-  const auto digit_of = [&](int i) {
-    return warp_first + unsigned(i * 32 + lane) < valid ? pass.digit(keys[i]) : pass.digit.mask;
-  };
-
-  // Each key's rank among the warp's keys of its digit, counted in the warp's own counters.
+  // Each key's rank among the warp's keys of its digit, counted in the warp's own counters,
+  // and the digit above it (ranks stay below 2^16): one register a key holds both.
   unsigned ranks[items];
   unsigned* const counts = warp_digit_counts[warp];
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned digit = digit_of(i);
-    const unsigned peers = lanes_with_digit(digit);
+    const unsigned digit = Full || warp_first + unsigned(i * 32 + lane) < valid
+                               ? pass.digit(keys[i])
+                               : pass.digit.mask;
+    // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
+    // all have, and clears it before the set comes round again (two items on). Shared
+    // memory atomics take fewer issue slots than eight ballots, which the integer pipe
+    // bounds.
+    unsigned* const masks = storage.lanes_of_digit[i % 2][warp];
+    atomicOr(&masks[digit], 1u << lane);
+    __syncwarp();
+    const unsigned peers = masks[digit];
+    __syncwarp();
+    masks[digit] = 0;
     const int leader = __ffs(int(peers)) - 1;
     unsigned before = 0;
     if (lane == leader) before = atomicAdd(&counts[digit], unsigned(__popc(int(peers))));
     before = __shfl_sync(full_warp, before, leader);
-    ranks[i] = before + unsigned(__popc(int(peers & ((1u << lane) - 1u))));
+    ranks[i] = (before + unsigned(__popc(int(peers & ((1u << lane) - 1u))))) | digit << 16;
   }
   __syncthreads();
 
@@ -553,7 +586,7 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
   // Keys (and values) in the tile's digit order.
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned rank = ranks[i] + warp_digit_counts[warp][digit_of(i)];
+    const unsigned rank = (ranks[i] & 0xFFFFu) + warp_digit_counts[warp][ranks[i] >> 16];
     staged_keys[int(rank)] = keys[i];
     if constexpr (has_values) staged_values[int(rank)] = values[i];
   }
@@ -563,22 +596,21 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
   // back through tiles that have published only their own counts held each tile for
   // microseconds); then this tile's inclusive count for the tiles after it.
   if (d < radix) {
-    unsigned long long before = 0;
+    unsigned before = 0;  // a portion holds fewer than 2^30 keys
     if (tile > 0) {
-      long long newest = tile - 1;
+      int newest = int(tile) - 1;
       for (;;) {
         unsigned words[lookback_window];
 #pragma unroll
         for (int w = 0; w < lookback_window; ++w) {
-          words[w] =
-              newest - w >= 0
-                  ? device_atomic<unsigned>(pass.published[std::size_t(newest - w) * radix + d])
-                        .load(cuda::memory_order_relaxed)
-                  : count_inclusive;
+          words[w] = newest >= w
+                         ? device_atomic<unsigned>(pass.published[unsigned(newest - w) * radix + d])
+                               .load(cuda::memory_order_relaxed)
+                         : count_inclusive;
         }
         // Up to the newest inclusive count: all published, or the window is read again.
         bool ready = true, inclusive = false;
-        unsigned long long sum = 0;
+        unsigned sum = 0;
 #pragma unroll
         for (int w = 0; w < lookback_window; ++w) {
           if (inclusive) continue;
@@ -586,13 +618,16 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
           sum += words[w] & count_mask;
           inclusive = (words[w] & count_inclusive) != 0;
         }
-        if (!ready) continue;
+        if (!ready) {
+          __nanosleep(32);  // a spinning thread takes issue slots from the tiles still ranking
+          continue;
+        }
         before += sum;
         if (inclusive) break;
         newest -= lookback_window;
       }
       atomicExch(&pass.published[std::size_t(tile) * radix + d],
-                 count_inclusive | unsigned(before + tile_count));
+                 count_inclusive | (before + tile_count));
     }
     const unsigned long long start = pass.starts[d] + before;
     digit_offsets[d] = start - tile_start;
@@ -605,7 +640,7 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
 #pragma unroll
   for (int k = 0; k < items; ++k) {
     const unsigned r = threadIdx.x + unsigned(k * threads);
-    if (r < valid) {
+    if (Full || r < valid) {
       const K key = staged_keys[int(r)];
       const unsigned long long to = digit_offsets[pass.digit(key)] + r;
       pass.keys_out[to] = key;
@@ -613,6 +648,112 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
     }
   }
   __syncthreads();  // before the block's next tile reuses the storage
+}
+
+// ---- 8- and 16-bit keys alone: counting -----------------------------------------------------
+
+// Integer keys of 8 or 16 bits without values, sorted by every bit: a key is its image, so
+// the output is every key value, in order, repeated as often as it occurs. A histogram of
+// the keys (histogram.cuh), an exclusive scan of its counts, and a fill of the runs: one read
+// and one write of the keys, and no ranking.
+template <class K>
+__global__ void fill_runs_kernel(const unsigned long long* starts, K* out, std::size_t n,
+                                 bool descending);
+
+constexpr int fill_threads = 256;
+constexpr std::size_t fill_block_bytes = 32768;
+
+template <class K>
+void counting_sort(const K* keys_in, K* keys_out, std::size_t n, order ord,
+                   const call_context& call) {
+  constexpr int bins = 1 << (8 * sizeof(K));
+  constexpr int lowest = std::is_signed_v<K> ? -bins / 2 : 0;
+  temporary_buffer<unsigned long long> counts(2 * bins, call);
+  unsigned long long* const hist = counts.data();
+  unsigned long long* const starts = hist + bins;
+  count_even<1, 1>(keys_in, static_cast<const unweighted*>(nullptr), n,
+                   std::array<unsigned long long*, 1>{hist}, std::array<int, 1>{bins},
+                   std::array<int, 1>{lowest}, std::array<int, 1>{lowest + bins}, call);
+  plain_scan(plain_source<true, unsigned long long, plus, 2, true>{hist, starts, plus{}},
+             std::size_t(bins), partial<unsigned long long>{0, true}, call);
+  const std::size_t blocks = std::max<std::size_t>(1, ceil_div(n * sizeof(K), fill_block_bytes));
+  fill_runs_kernel<<<unsigned(blocks), fill_threads, 0, call.stream()>>>(starts, keys_out, n,
+                                                                         ord == order::descending);
+  check_launch(call.function(), "fill_runs_kernel");
+  counts.release();
+}
+
+// Run j of the output holds key value lowest + j ascending (lowest + bins - 1 - j
+// descending) at positions [first(j), first(j + 1)). The output is written in aligned
+// 16-byte vectors, the keys before the first and after the last one singly by block 0.
+// Block b writes vectors [b x block_vectors, ...): it finds the runs at both ends of its
+// range once, and each vector's run within them by a binary search, whatever the lengths
+// and empty runs between (8 or 16 steps at most; none inside one long run). A vector that
+// one run covers is stored as is; one that meets several is assembled key by key.
+template <class K>
+__global__ void __launch_bounds__(fill_threads)
+    fill_runs_kernel(const unsigned long long* starts, K* out, std::size_t n, bool descending) {
+  constexpr int bins = 1 << (8 * sizeof(K));
+  constexpr int lowest = std::is_signed_v<K> ? -bins / 2 : 0;
+  constexpr int per_vector = int(16 / sizeof(K));
+  constexpr std::size_t block_vectors = fill_block_bytes / 16;
+  // Where ascending run v starts (v == bins: n); descending run j is ascending run
+  // bins - 1 - j, counted from the end.
+  const auto start_of = [&](int v) -> std::size_t { return v < bins ? starts[v] : n; };
+  const auto first = [&](int j) -> std::size_t {
+    return descending ? n - start_of(bins - j) : start_of(j);
+  };
+  const auto key_of = [&](int j) { return K(lowest + (descending ? bins - 1 - j : j)); };
+  // The run at position p, given runs low <= it <= high: the last one that starts at or
+  // before p (an empty run starts where the next one does, and loses to it).
+  const auto run_at = [&](std::size_t p, int low, int high) {
+    while (low < high) {
+      const int middle = (low + high + 1) / 2;
+      if (first(middle) <= p) {
+        low = middle;
+      } else {
+        high = middle - 1;
+      }
+    }
+    return low;
+  };
+
+  const std::size_t head =
+      min(n, (16 - reinterpret_cast<std::uintptr_t>(out) % 16) % 16 / sizeof(K));
+  const std::size_t vectors = (n - head) / per_vector;
+  const std::size_t tail = head + vectors * per_vector;
+  if (blockIdx.x == 0) {
+    for (std::size_t p = threadIdx.x; p < head; p += fill_threads)
+      out[p] = key_of(run_at(p, 0, bins - 1));
+    for (std::size_t p = tail + threadIdx.x; p < n; p += fill_threads)
+      out[p] = key_of(run_at(p, 0, bins - 1));
+  }
+  const std::size_t lo = std::size_t(blockIdx.x) * block_vectors;
+  const std::size_t hi = min(vectors, lo + block_vectors);
+  if (lo >= hi) return;
+  __shared__ int end_runs[2];
+  if (threadIdx.x == 0) end_runs[0] = run_at(head + lo * per_vector, 0, bins - 1);
+  if (threadIdx.x == 32) end_runs[1] = run_at(head + hi * per_vector - 1, 0, bins - 1);
+  __syncthreads();
+  const int low_run = end_runs[0];
+  const int high_run = end_runs[1];
+  uint4* const vector_out = reinterpret_cast<uint4*>(out + head);
+  for (std::size_t v = lo + threadIdx.x; v < hi; v += fill_threads) {
+    const std::size_t p = head + v * per_vector;
+    const int j = run_at(p, low_run, high_run);
+    K keys[per_vector];
+    if (j == high_run || first(j + 1) >= p + per_vector) {
+#pragma unroll
+      for (int k = 0; k < per_vector; ++k)
+        keys[k] = key_of(j);
+    } else {
+      for (int k = 0; k < per_vector; ++k)
+        keys[k] = key_of(run_at(p + k, j, high_run));
+    }
+    uint4 word;
+    std::memcpy(&word, keys, 16);
+    vector_out[v] = word;
+  }
 }
 
 // ---- Small inputs: every pass in one launch -------------------------------------------------
