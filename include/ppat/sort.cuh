@@ -234,7 +234,7 @@ constexpr unsigned count_inclusive = 2u << 30;
 constexpr unsigned count_mask = count_aggregate - 1;
 // Keys a pass covers in one launch: a multiple of every tile size, below 2^30.
 constexpr std::size_t portion_items = std::size_t{1} << 29;
-constexpr int lookback_window = 4;
+constexpr int lookback_window = 8;
 
 // Memory one sort call needs, zeroed by one memset where marked.
 struct onesweep_scratch {
@@ -450,7 +450,11 @@ __global__ void __launch_bounds__(Threads)
 template <class Shape, class K, class V>
 struct tile_storage {
   unsigned warp_digit_counts[Shape::warps][radix];
-  unsigned long long digit_offsets[radix];
+  // Where the staged key (and value) at r of digit d goes: the address of r = 0 were the
+  // digit's places to run on down, as an integer (it can lie below the output), so that a
+  // place costs one multiply-add.
+  unsigned long long digit_keys_to[radix];
+  unsigned long long digit_values_to[std::is_same_v<V, no_values> ? 1 : radix];
   struct staging {
     uninitialized_array<K, Shape::tile_items> keys;
     uninitialized_array<value_or_char<V>, std::is_same_v<V, no_values> ? 1 : Shape::tile_items>
@@ -503,7 +507,6 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
   static_assert(threads >= radix, "a thread a digit");
   static_assert(tile_items <= 65536, "a rank and its digit share a register");
   auto& warp_digit_counts = storage.warp_digit_counts;
-  auto& digit_offsets = storage.digit_offsets;
   auto& staged_keys = storage.staged.keys;
   auto& staged_values = storage.staged.values;
   for (int i = int(threadIdx.x); i < warps * radix; i += threads)
@@ -630,7 +633,13 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
                  count_inclusive | (before + tile_count));
     }
     const unsigned long long start = pass.starts[d] + before;
-    digit_offsets[d] = start - tile_start;
+    const unsigned long long first_place = start - tile_start;
+    storage.digit_keys_to[d] =
+        reinterpret_cast<unsigned long long>(pass.keys_out) + first_place * sizeof(K);
+    if constexpr (has_values) {
+      storage.digit_values_to[d] =
+          reinterpret_cast<unsigned long long>(pass.values_out) + first_place * sizeof(value);
+    }
     if (pass.next_starts != nullptr && tile == pass.tiles - 1)
       pass.next_starts[d] = start + tile_count;
   }
@@ -642,9 +651,12 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
     const unsigned r = threadIdx.x + unsigned(k * threads);
     if (Full || r < valid) {
       const K key = staged_keys[int(r)];
-      const unsigned long long to = digit_offsets[pass.digit(key)] + r;
-      pass.keys_out[to] = key;
-      if constexpr (has_values) pass.values_out[to] = staged_values[int(r)];
+      const unsigned digit = pass.digit(key);
+      *reinterpret_cast<K*>(storage.digit_keys_to[digit] + r * sizeof(K)) = key;
+      if constexpr (has_values) {
+        *reinterpret_cast<value*>(storage.digit_values_to[digit] + r * sizeof(value)) =
+            staged_values[int(r)];
+      }
     }
   }
   __syncthreads();  // before the block's next tile reuses the storage
