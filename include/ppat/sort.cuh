@@ -211,7 +211,8 @@ class pass_buffers {
 };
 
 // A tile: 256 threads ranking `items` keys each (a power of two), and their values, staged
-// in shared memory (up to 32 KB of them); two or three tiles an SM.
+// in shared memory (up to 32 KB of them); three or four tiles an SM, as many as the
+// registers allow without spilling.
 template <class K, class V>
 struct onesweep_shape {
   static constexpr int threads = 256;
@@ -225,7 +226,7 @@ struct onesweep_shape {
     return most;
   }();
   static constexpr int tile_items = threads * items;
-  static constexpr int min_blocks_per_sm = pair_bytes <= 4 ? 3 : 2;  // without spills
+  static constexpr int min_blocks_per_sm = pair_bytes <= 4 ? 4 : 3;
 };
 
 // A published digit count: status in the top 2 bits, the count in the rest. 0: nothing yet.
@@ -466,6 +467,15 @@ struct tile_storage {
   };
 };
 
+// Zeroes the warps' digit counters and lane masks; a barrier must follow before sort_tile.
+template <class Shape, class K, class V>
+__device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
+  for (int i = int(threadIdx.x); i < Shape::warps * radix; i += Shape::threads)
+    (&storage.warp_digit_counts[0][0])[i] = 0;
+  for (int i = int(threadIdx.x); i < 2 * Shape::warps * radix; i += Shape::threads)
+    (&storage.lanes_of_digit[0][0][0])[i] = 0;
+}
+
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     onesweep_kernel(onesweep_pass<K, V> pass) {
@@ -476,6 +486,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     if (tile == pass.tiles - 1) atomicExch(pass.tile_counter, 0u);
     tile_slot = tile;
   }
+  clear_tile_storage(storage);  // while thread 0 waits for its tile
   __syncthreads();
   sort_tile<Shape, false>(pass, tile_slot, storage);
 }
@@ -509,11 +520,6 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
   auto& warp_digit_counts = storage.warp_digit_counts;
   auto& staged_keys = storage.staged.keys;
   auto& staged_values = storage.staged.values;
-  for (int i = int(threadIdx.x); i < warps * radix; i += threads)
-    (&warp_digit_counts[0][0])[i] = 0;
-  for (int i = int(threadIdx.x); i < 2 * warps * radix; i += threads)
-    (&storage.lanes_of_digit[0][0][0])[i] = 0;
-  __syncthreads();
   const std::size_t tile_first = std::size_t(tile) * tile_items;
   const unsigned valid =
       Full ? unsigned(tile_items) : unsigned(min(pass.count - tile_first, std::size_t(tile_items)));
@@ -550,18 +556,18 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
     // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
     // all have, and clears it before the set comes round again (two items on). Shared
     // memory atomics take fewer issue slots than eight ballots, which the integer pipe
-    // bounds.
+    // bounds. The lanes read the warp's count of the digit together and the lowest one
+    // moves it on: the next item reads it only after the next __syncwarp.
     unsigned* const masks = storage.lanes_of_digit[i % 2][warp];
     atomicOr(&masks[digit], 1u << lane);
     __syncwarp();
     const unsigned peers = masks[digit];
+    const unsigned before = counts[digit];
     __syncwarp();
     masks[digit] = 0;
-    const int leader = __ffs(int(peers)) - 1;
-    unsigned before = 0;
-    if (lane == leader) before = atomicAdd(&counts[digit], unsigned(__popc(int(peers))));
-    before = __shfl_sync(full_warp, before, leader);
-    ranks[i] = (before + unsigned(__popc(int(peers & ((1u << lane) - 1u))))) | digit << 16;
+    const unsigned below = unsigned(__popc(int(peers & ((1u << lane) - 1u))));
+    if (below == 0) counts[digit] = before + unsigned(__popc(int(peers)));  // the lowest lane
+    ranks[i] = (before + below) | digit << 16;
   }
   __syncthreads();
 
@@ -878,6 +884,7 @@ __global__ void __launch_bounds__(Shape::threads, 2)
         threadIdx.x < radix ? load_published(&sort.counts[p * radix + threadIdx.x]) : 0;
     const unsigned long long start = exclusive_digit_sum(total);
     if (threadIdx.x < radix) digit_starts[threadIdx.x] = start;
+    clear_tile_storage(storage);
     __syncthreads();
     const onesweep_pass<K, V> pass{sort.keys_from[p],
                                    sort.keys_to[p],
