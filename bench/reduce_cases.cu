@@ -1,5 +1,5 @@
-// Reduce: the production reduce beside cub::DeviceReduce::Sum. Bytes that must move are
-// the input, read once.
+// Reduce: the production reduce and the textbook ladder beside cub::DeviceReduce::Sum.
+// Bytes that must move are the input, read once.
 #include <ppat/ppat.cuh>
 
 #include <cub/device/device_reduce.cuh>
@@ -64,6 +64,28 @@ void reduce_case(session& s, int log2_n) {
       {"ppat::reduce",
        [&](int k) { ppat::reduce(in[k].data(), result.data(), n, T{}, ppat::plus{}, stream); },
        matches_cub});
+  // The textbook ladder, each rung one step from the last (include/ppat/textbook/reduce.cuh).
+  // Integer sums are exact whatever the order, so they must match CUB's bits.
+  namespace tb = ppat::textbook;
+  const auto rung = [&](const char* name, auto reduce) {
+    c.variants.push_back(
+        {name, [&, reduce](int k) { reduce(in[k].data(), result.data(), n); }, matches_cub});
+  };
+  rung("textbook::interleaved_reduce", [&](const T* a, T* b, std::size_t m) {
+    tb::interleaved_reduce(a, b, m, T{}, ppat::plus{}, stream);
+  });
+  rung("textbook::sequential_reduce", [&](const T* a, T* b, std::size_t m) {
+    tb::sequential_reduce(a, b, m, T{}, ppat::plus{}, stream);
+  });
+  rung("textbook::first_add_reduce", [&](const T* a, T* b, std::size_t m) {
+    tb::first_add_reduce(a, b, m, T{}, ppat::plus{}, stream);
+  });
+  rung("textbook::warp_shuffle_reduce", [&](const T* a, T* b, std::size_t m) {
+    tb::warp_shuffle_reduce(a, b, m, T{}, ppat::plus{}, stream);
+  });
+  rung("textbook::vector_reduce", [&](const T* a, T* b, std::size_t m) {
+    tb::vector_reduce(a, b, m, T{}, ppat::plus{}, stream);
+  });
   // The input one item past a 16-byte boundary: item-sized accesses, the same tiles.
   c.variants.push_back({"ppat::reduce, input one item off 16 B",
                         [&](int k) {

@@ -1,6 +1,8 @@
 // The production reduce against the host reference: every size class up to more than
 // 2^32 items, several types and operators (one non-commutative), unaligned input,
-// floating-point determinism, streams, graph capture, bad input.
+// floating-point determinism, streams, graph capture, bad input. Then the textbook ladder:
+// every rung at its tile and level boundaries, types and operators, unaligned input, a
+// stream, bad input.
 #include <ppat/ppat.cuh>
 
 #include <algorithm>
@@ -233,6 +235,152 @@ TEST(reduce_arguments, bad_buffers_are_rejected) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("ppat::reduce"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("'out'"), std::string::npos) << e.what();
+  }
+}
+
+// ---- The textbook ladder ------------------------------------------------------------------
+
+enum class rung { interleaved, sequential, first_add, warp_shuffle, vector };
+constexpr rung rungs[] = {rung::interleaved, rung::sequential, rung::first_add, rung::warp_shuffle,
+                          rung::vector};
+
+const char* rung_name(rung r) {
+  switch (r) {
+    case rung::interleaved:
+      return "interleaved_reduce";
+    case rung::sequential:
+      return "sequential_reduce";
+    case rung::first_add:
+      return "first_add_reduce";
+    case rung::warp_shuffle:
+      return "warp_shuffle_reduce";
+    case rung::vector:
+      return "vector_reduce";
+  }
+  return "?";
+}
+
+template <class T, class Op>
+void run_rung(rung r, const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream = 0) {
+  namespace tb = ppat::textbook;
+  switch (r) {
+    case rung::interleaved:
+      return tb::interleaved_reduce(in, out, n, init, op, stream);
+    case rung::sequential:
+      return tb::sequential_reduce(in, out, n, init, op, stream);
+    case rung::first_add:
+      return tb::first_add_reduce(in, out, n, init, op, stream);
+    case rung::warp_shuffle:
+      return tb::warp_shuffle_reduce(in, out, n, init, op, stream);
+    case rung::vector:
+      return tb::vector_reduce(in, out, n, init, op, stream);
+  }
+}
+
+// One rung on `in` from item `offset` on, against the host reference, exactly.
+template <class T, class Op>
+void check_rung(rung r, const std::vector<T>& in, T init, Op op, std::size_t offset = 0) {
+  if (!ppat_test::fits_item_budget(in.size())) return;
+  const std::size_t n = in.size() - offset;
+  SCOPED_TRACE(std::string(rung_name(r)) + " n=" + std::to_string(n) +
+               " offset=" + std::to_string(offset));
+  device_buffer<T> input(in, /*guard=*/64);
+  device_buffer<T> output(1, /*guard=*/64);
+  output.poison();
+  run_rung(r, input.data() + offset, output.data(), n, init, op);
+  ppat_test::expect_no_cuda_error();
+  const std::vector<T> shifted(in.begin() + std::ptrdiff_t(offset), in.end());
+  const std::vector<T> expected{ppat_reference::reduce(shifted, init, op)};
+  EXPECT_EQ(ppat_test::first_mismatch(output.download(), expected), -1) << "wrong result";
+  EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside a buffer";
+}
+
+// Tiles of 1024 items, levels at 1024^2 and above (three levels past 2^20), a warp's 32,
+// a 16-byte vector's 4, primes.
+const std::size_t rung_sizes[] = {0,    1,     2,       3,       4,       5,       31,
+                                  32,   33,    1023,    1024,    1025,    2047,    2048,
+                                  2049, 65537, 1048575, 1048576, 1048577, 1050627, 4194319};
+
+TEST(textbook_reduce, i32_plus_at_every_boundary) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (rung r : rungs)
+    for (std::size_t n : rung_sizes)
+      check_rung(r, ppat_test::random_integers<int>(n, -1000000, 1000000), -9, ppat::plus{});
+}
+
+TEST(textbook_reduce, types_and_operators) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (rung r : rungs) {
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{7}, std::size_t{2049}, std::size_t{1048579}}) {
+      check_rung<std::uint8_t>(r, ppat_test::random_integers<std::uint8_t>(n, 0, 255), 3,
+                               ppat::plus{});
+      check_rung<std::uint8_t>(r, ppat_test::random_integers<std::uint8_t>(n, 0, 254), 0,
+                               ppat::maximum{});
+      check_rung<std::int16_t>(r, ppat_test::random_integers<std::int16_t>(n, -30000, 30000), 5,
+                               ppat::minimum{});
+      check_rung<std::uint32_t>(r, ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll),
+                                0xFFFFFFFFu, ppat::minimum{});
+      check_rung<std::int64_t>(r,
+                               ppat_test::random_integers<std::int64_t>(n, -(1ll << 40), 1ll << 40),
+                               -5, ppat::plus{});
+      check_rung(r, ppat_test::exact_fractions<float>(n, 1024, 1.0 / 8), 0.5f, ppat::plus{});
+      check_rung(r, ppat_test::exact_fractions<double>(n, 1 << 20, 1.0 / 1024), -0.25,
+                 ppat::plus{});
+    }
+  }
+}
+
+// Item-sized loads where the input is not 16-byte aligned (the vector rung), and any start
+// for the others.
+TEST(textbook_reduce, unaligned_input) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (rung r : rungs) {
+    for (std::size_t offset : {std::size_t{1}, std::size_t{3}}) {
+      check_rung(r, ppat_test::random_integers<int>(1000003 + offset, -1000, 1000), 2, ppat::plus{},
+                 offset);
+      check_rung<std::uint8_t>(r, ppat_test::random_integers<std::uint8_t>(70001 + offset, 0, 255),
+                               1, ppat::plus{}, offset);
+    }
+  }
+}
+
+TEST(textbook_reduce, runs_on_a_non_default_stream) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 1000003;
+  const auto in = ppat_test::random_integers<int>(n, -1000, 1000);
+  device_buffer<int> input(in), output(1);
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (rung r : rungs) {
+    output.poison();
+    run_rung(r, input.data(), output.data(), n, 7, ppat::plus{}, stream);
+    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(output.download()[0], ppat_reference::reduce(in, 7, ppat::plus{})) << rung_name(r);
+  }
+  ppat::release_stream_memory(stream);
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
+// Argument checks come before any CUDA call, so these run without a GPU.
+TEST(textbook_reduce_arguments, bad_buffers_are_rejected_naming_the_rung) {
+  int* fake = reinterpret_cast<int*>(std::uintptr_t{1} << 20);  // never dereferenced
+  for (rung r : rungs) {
+    EXPECT_THROW(run_rung<int>(r, nullptr, fake, 10, 0, ppat::plus{}), std::invalid_argument);
+    try {
+      run_rung<int>(r, fake, nullptr, 0, 0, ppat::plus{});
+      ADD_FAILURE() << rung_name(r) << ": no exception";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("ppat::textbook::") + rung_name(r)),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("'out'"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -48,14 +48,6 @@ void reduce(const T* in, T* out, std::size_t n, T init = T{}, Op op = {}, cudaSt
 
 namespace detail {
 
-// Operators whose operands ppat may swap without changing the result. (Floating-point
-// minimum and maximum are left out: with a NaN, the order decides which operand wins.)
-template <class T, class Op>
-constexpr bool commutative = std::is_arithmetic_v<T> &&
-                             (std::is_same_v<Op, plus> ||
-                              (std::is_integral_v<T> &&
-                               (std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>)));
-
 // A tile: each warp owns `rows` x 32 x `vec` consecutive items, row r of lane l being the
 // `vec` items at r * 32 * vec + l * vec: every row is one coalesced access per warp.
 template <int Threads, int Vec, int Rows>

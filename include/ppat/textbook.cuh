@@ -2,6 +2,7 @@
 #pragma once
 
 #include "textbook/histogram.cuh"
+#include "textbook/reduce.cuh"
 #include "textbook/scan.cuh"
 #include "textbook/select.cuh"
 #include "textbook/sort.cuh"

@@ -2,6 +2,8 @@
 // operands have the same type (the algorithms only ever combine two values of T).
 #pragma once
 
+#include <type_traits>
+
 namespace ppat {
 
 struct plus {
@@ -25,4 +27,15 @@ struct maximum {
   }
 };
 
+namespace detail {
+
+// Operators whose operands ppat may swap without changing the result. (Floating-point
+// minimum and maximum are left out: with a NaN, the order decides which operand wins.)
+template <class T, class Op>
+constexpr bool commutative = std::is_arithmetic_v<T> &&
+                             (std::is_same_v<Op, plus> ||
+                              (std::is_integral_v<T> &&
+                               (std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>)));
+
+}  // namespace detail
 }  // namespace ppat
