@@ -3,6 +3,7 @@
 // strong (few bins) and where it collapses; RGBA pixels beside CUB's MultiHistogramEven;
 // and the weighted histogram CUB lacks.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cub/device/device_histogram.cuh>
 #include <cuda/std/array>

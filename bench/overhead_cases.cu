@@ -2,6 +2,7 @@
 // (its own pool, which keeps memory between calls), and what the same allocation costs
 // from the default pool, which returns memory to the driver at every synchronization.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cub/device/device_scan.cuh>
 

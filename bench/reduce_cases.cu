@@ -1,6 +1,7 @@
 // Reduce: the production reduce and the textbook ladder beside cub::DeviceReduce::Sum.
 // Bytes that must move are the input, read once.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cub/device/device_reduce.cuh>
 

@@ -1,6 +1,7 @@
 // Scan: the production scan and the textbook rungs beside cub::DeviceScan, sums of 1-, 2-,
 // 4- and 8-byte types; the scan by key beside CUB's.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cub/device/device_scan.cuh>
 

@@ -3,6 +3,7 @@
 // the textbook rungs of select_if. Bytes that must move: every input read once, and what is
 // kept written once (the count's 8 bytes aside); for partition, every item written.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cub/device/device_partition.cuh>
 #include <cub/device/device_reduce.cuh>

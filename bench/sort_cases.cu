@@ -3,6 +3,7 @@
 // values) read once and written once; a sort makes several passes, so the percentage of copy
 // says how close the whole sort comes to one pass at copy speed.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cub/device/device_radix_sort.cuh>
 

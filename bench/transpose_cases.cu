@@ -2,6 +2,7 @@
 // cuBLAS has no 1-, 2- or 16-byte transpose), on square, skinny and odd shapes; then a 4-d
 // permute, a batch of small matrices and an in-place square, which no peer here offers.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <cublas_v2.h>
 

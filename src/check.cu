@@ -1,6 +1,7 @@
 // ppat check: a quick self-test of an install, every primitive once against the host
 // reference (tests/reference.hpp, the same references the test suite uses).
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <array>
 #include <cmath>

@@ -3,6 +3,7 @@
 // read are rejected before any launch (each case in a child process of its own, so that a
 // call that faults instead cannot take the rest of the suite with it).
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <array>
 #include <cstdint>

@@ -5,6 +5,7 @@
 // global), unaligned and odd-sized inputs, more than 2^32 samples, histogram_range,
 // multi_histogram_even, histogram_even_weighted, streams and graph capture, bad arguments.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <array>
 #include <cmath>

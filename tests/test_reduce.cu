@@ -4,6 +4,7 @@
 // every rung at its tile and level boundaries, types and operators, unaligned input, a
 // stream, bad input.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cmath>

@@ -2,6 +2,7 @@
 // types and operators (one of them non-commutative), in place, init values, streams, graph capture,
 // bad input.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cmath>

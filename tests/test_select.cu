@@ -5,6 +5,7 @@
 // bad arguments. Outputs are poisoned first: every item up to the count is checked, and
 // every item past it must still hold the poison.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cmath>

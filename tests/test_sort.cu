@@ -6,6 +6,7 @@
 // portions a pass) and more than 2^32, checked on the device; bad arguments. Outputs are
 // poisoned first and checked whole, bitwise; inputs must come back unchanged.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cmath>

@@ -3,6 +3,7 @@
 // stream of another device than the current one. The first two run in a child process,
 // bounded in time, so that a hang or a fault fails the test instead of the suite.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cstdint>

@@ -4,6 +4,7 @@
 // dimensions (the padding of `out` untouched), unaligned matrices, batches, in place, and
 // permutes of rank 1 to 8; bad arguments.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cstdint>

@@ -2,6 +2,7 @@
 //
 // Every call is asynchronous on its stream, validates its arguments before launching
 // anything (std::invalid_argument), and reports CUDA failures as ppat::cuda_error.
+// The textbook rungs are not included: <ppat/textbook.cuh> brings them.
 #pragma once
 
 #include "core/error.cuh"
@@ -12,5 +13,4 @@
 #include "scan.cuh"
 #include "select.cuh"
 #include "sort.cuh"
-#include "textbook.cuh"
 #include "transpose.cuh"
