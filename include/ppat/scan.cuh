@@ -339,9 +339,11 @@ void launch_single_pass_scan(const Source& source, std::size_t n,
   const lookback_layout layout = plan_lookback<item>(tiles);
   stream_scratch flags(layout.flag_bytes, lookback_purpose<item>, call);
   temporary_buffer<item> values(layout.values, call);
-  // The look-back keeps a window of 32 items, and the warps' prefixes, in static shared
-  // memory, within the 48 KB a launch gets without opting in.
-  static_assert((32 + Shape::warps) * sizeof(partial<item>) <= 47 * 1024,
+  // The look-back keeps its windows of 32 items (up to 4 KB of them, or one window of items
+  // over 32 bytes), and the warps' prefixes, in static shared memory, within the 48 KB a
+  // launch gets without opting in.
+  static_assert(32 * lookback_windows<item> * sizeof(item) + Shape::warps * sizeof(partial<item>) <=
+                    47 * 1024,
                 "ppat scans take items of up to 1.2 KB");
   single_pass_scan_kernel<Shape><<<unsigned(tiles), Shape::threads, 0, call.stream()>>>(
       source, n, lookback_view<item>(flags.data(), flags.epoch(), values.data(), layout), start);

@@ -1107,7 +1107,9 @@ __device__ piece_vector piece_vector_of(unsigned i, unsigned span) {
   return {i / 8 / groups_per_piece, (i / 8 % groups_per_piece) * group + i % 8 * (group / 8)};
 }
 
-// Pieces [0, k) of `count` elements at pieces + p * stride into `flat`, element by element.
+// Pieces [0, k) of `count` elements at pieces + p * stride into `flat`: read a 16-byte
+// vector at a time, the elements past a piece's last whole vector one by one; written to
+// `flat` element by element.
 template <class T>
 __device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
                             unsigned span, T* flat) {
