@@ -1,6 +1,7 @@
 // The production scans and the textbook rungs against the host reference: every size class, several
 // types and operators (one of them non-commutative), in place, init values, streams, graph capture,
-// bad input.
+// bad input. Suites: `scan_rungs` runs every rung (the production scan and both textbook
+// ones) through the same checks; `scan` holds what only the production scan promises.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -127,7 +128,7 @@ const std::size_t boundary_sizes[] = {1,
                                       2 * 8388608 + 8193};
 const std::size_t type_sizes[] = {1, 33, 1024, 1025, 65521, 1048579};
 
-TEST(textbook_scan, i32_plus_at_every_boundary) {
+TEST(scan_rungs, i32_plus_at_every_boundary) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : boundary_sizes) {
@@ -142,7 +143,7 @@ TEST(textbook_scan, i32_plus_at_every_boundary) {
 
 // 1- and 2-byte items travel packed, 16 and 8 to a vector, and their partial last tile
 // moves whole vectors up to n (type_sizes end mid-vector and mid-tile).
-TEST(textbook_scan, u8_and_i16_plus_wrap_like_the_host) {
+TEST(scan_rungs, u8_and_i16_plus_wrap_like_the_host) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : type_sizes) {
@@ -157,7 +158,7 @@ TEST(textbook_scan, u8_and_i16_plus_wrap_like_the_host) {
   }
 }
 
-TEST(textbook_scan, i32_minimum_and_u32_maximum) {
+TEST(scan_rungs, i32_minimum_and_u32_maximum) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : type_sizes) {
@@ -172,7 +173,7 @@ TEST(textbook_scan, i32_minimum_and_u32_maximum) {
   }
 }
 
-TEST(textbook_scan, i64_plus) {
+TEST(scan_rungs, i64_plus) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : type_sizes) {
@@ -184,7 +185,7 @@ TEST(textbook_scan, i64_plus) {
   }
 }
 
-TEST(textbook_scan, f32_and_f64_plus_exactly) {
+TEST(scan_rungs, f32_and_f64_plus_exactly) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : type_sizes) {
@@ -199,7 +200,7 @@ TEST(textbook_scan, f32_and_f64_plus_exactly) {
   }
 }
 
-TEST(textbook_scan, non_commutative_12_byte_struct) {
+TEST(scan_rungs, non_commutative_12_byte_struct) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : type_sizes) {
@@ -215,7 +216,7 @@ TEST(textbook_scan, non_commutative_12_byte_struct) {
   }
 }
 
-TEST(textbook_scan, in_place) {
+TEST(scan_rungs, in_place) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{1000003}}) {
@@ -230,7 +231,7 @@ TEST(textbook_scan, in_place) {
 // Thousands of tiles, so look-backs walk many windows, for every tile shape: 16 items a
 // vector (u8, 24576-item tiles), 8 (i16, 12288), 2 (i64, 4096), and the unvectorized 12-byte
 // struct (2048).
-TEST(single_pass_scan, crosses_many_lookback_groups) {
+TEST(scan, crosses_many_lookback_groups) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 5000003;
@@ -251,7 +252,7 @@ TEST(single_pass_scan, crosses_many_lookback_groups) {
 
 // 1- and 2-byte items take 4-row tiles while 6-row ones would not fill the GPU once: sizes
 // around the switch, which depends on the device's SM count, and around 4-row tiles.
-TEST(single_pass_scan, u8_and_i16_on_both_sides_of_the_small_input_shape) {
+TEST(scan, u8_and_i16_on_both_sides_of_the_small_input_shape) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   int device = 0, sm_count = 0;
@@ -291,7 +292,7 @@ struct multiply {
   }
 };
 
-TEST(single_pass_scan, sixteen_byte_non_commutative_items) {
+TEST(scan, sixteen_byte_non_commutative_items) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : {std::size_t{33}, std::size_t{2049}, std::size_t{3000017}}) {
@@ -369,7 +370,7 @@ void check_heavy_items(std::size_t n) {
   }
 }
 
-TEST(single_pass_scan, large_items_keep_fewer_lookback_windows) {
+TEST(scan, large_items_keep_fewer_lookback_windows) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   static_assert(sizeof(heavy_map<10>) == 48 && sizeof(heavy_map<32>) == 136);
@@ -382,7 +383,7 @@ TEST(single_pass_scan, large_items_keep_fewer_lookback_windows) {
 // Scans and reductions reuse the memory ppat keeps with a stream, call after call, with
 // flags of 8- and 16-byte words: sizes that grow and shrink, two streams at once, and a
 // stream whose memory was released.
-TEST(single_pass_scan, stream_memory_is_reused_across_calls) {
+TEST(scan, stream_memory_is_reused_across_calls) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   cudaStream_t streams[2];
@@ -426,7 +427,7 @@ TEST(single_pass_scan, stream_memory_is_reused_across_calls) {
 }
 
 // Buffers that are not 16-byte aligned take the element-wise path; results are the same.
-TEST(single_pass_scan, unaligned_buffers) {
+TEST(scan, unaligned_buffers) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 1000003;
@@ -450,7 +451,7 @@ TEST(single_pass_scan, unaligned_buffers) {
 }
 
 // Float results are the same bits on every run: the look-back combines in a fixed order.
-TEST(single_pass_scan, float_results_are_deterministic) {
+TEST(scan, float_results_are_deterministic) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 30000001;
@@ -514,7 +515,7 @@ void expect_same_bits_at_every_alignment(std::size_t n) {
   }
 }
 
-TEST(single_pass_scan, float_bits_do_not_depend_on_alignment) {
+TEST(scan, float_bits_do_not_depend_on_alignment) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : {std::size_t{5003}, std::size_t{100003}, std::size_t{3000017}}) {
@@ -524,7 +525,7 @@ TEST(single_pass_scan, float_bits_do_not_depend_on_alignment) {
 }
 
 // More than 2^28 items: three levels of tile totals.
-TEST(textbook_scan, huge_i32_above_2_pow_28) {
+TEST(scan_rungs, huge_i32_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 28) + 12347;
@@ -536,7 +537,7 @@ TEST(textbook_scan, huge_i32_above_2_pow_28) {
 }
 
 // More than 2^32 items: 64-bit indexing everywhere, in place to fit 4 GiB once.
-TEST(single_pass_scan, huge_u8_above_2_pow_32) {
+TEST(scan, huge_u8_above_2_pow_32) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 32) + 4099;
@@ -554,7 +555,7 @@ TEST(single_pass_scan, huge_u8_above_2_pow_32) {
   EXPECT_TRUE(data.guards_intact());
 }
 
-TEST(textbook_scan, runs_on_a_non_default_stream) {
+TEST(scan_rungs, runs_on_a_non_default_stream) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 200007;
@@ -577,7 +578,7 @@ TEST(textbook_scan, runs_on_a_non_default_stream) {
 }
 
 // Temporary memory and every launch must be capturable; the graph then replays the scan.
-TEST(textbook_scan, captures_into_a_cuda_graph) {
+TEST(scan_rungs, captures_into_a_cuda_graph) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 2 * 1048576 + 5;  // three levels: the deepest recursion
@@ -613,7 +614,7 @@ TEST(textbook_scan, captures_into_a_cuda_graph) {
 }
 
 // Argument checks come before any CUDA call, so these run without a GPU.
-TEST(textbook_scan_arguments, empty_input_is_a_no_op) {
+TEST(scan_rungs_arguments, empty_input_is_a_no_op) {
   for (rung r : rungs) {
     for (kind k : kinds) {
       EXPECT_NO_THROW(run_scan<int>(r, k, nullptr, nullptr, 0, 0, ppat::plus{}));
@@ -621,7 +622,7 @@ TEST(textbook_scan_arguments, empty_input_is_a_no_op) {
   }
 }
 
-TEST(textbook_scan_arguments, null_and_overlapping_buffers_are_rejected) {
+TEST(scan_rungs_arguments, null_and_overlapping_buffers_are_rejected) {
   int* fake = reinterpret_cast<int*>(std::uintptr_t{1} << 20);  // never dereferenced
   for (rung r : rungs) {
     for (kind k : kinds) {
@@ -633,7 +634,7 @@ TEST(textbook_scan_arguments, null_and_overlapping_buffers_are_rejected) {
   }
 }
 
-TEST(textbook_scan_arguments, message_names_function_and_argument) {
+TEST(scan_rungs_arguments, message_names_function_and_argument) {
   try {
     ppat::textbook::blelloch_exclusive_scan<int>(nullptr, nullptr, 5);
     FAIL() << "no exception";
