@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 
 #include "../core/arguments.cuh"
 #include "../core/device.cuh"
@@ -126,10 +127,12 @@ void reduce_by_levels(const T* in, T* out, std::size_t n, T init, Op op, cudaStr
   static_assert(ppat::detail::commutative<T, Op>,
                 "the textbook reductions swap operands: plus on arithmetic types, minimum and "
                 "maximum on integers (ppat::reduce takes any associative operator)");
+  constexpr std::size_t tile = BlockReduce::tile_items;
   require_reduce_buffers(in, out, n, function);
+  ppat::detail::require(n / tile < std::size_t(std::numeric_limits<int>::max()), function, "n",
+                        "needs more tiles than one grid can launch");
   const call_context call(stream, function);
   require_reduce_buffers_readable(in, out, n, call);
-  constexpr std::size_t tile = BlockReduce::tile_items;
   std::size_t scratch = 0;
   for (std::size_t level = n; level > tile; level = ceil_div(level, tile))
     scratch += ceil_div(level, tile);
