@@ -2,7 +2,8 @@
 // degenerate, skinny, prime and tile-boundary shapes, every element size from 1 to 16
 // bytes, more than 2^28 elements; then the production calls' own cases: leading
 // dimensions (the padding of `out` untouched), unaligned matrices, batches, in place, and
-// permutes of rank 1 to 8; bad arguments.
+// permutes of rank 1 to 8; bad arguments; and, without a GPU, the host-side plan of a
+// permute.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -452,6 +453,118 @@ TEST(transpose_arguments, production_calls_reject_bad_arguments) {
       << "rank 9";
   EXPECT_THROW(ppat::permute(fake, fake + 3, {2, 3}, {1, 0}), invalid_argument) << "overlap";
   EXPECT_NO_THROW(ppat::permute(fake, other, {2, 0, 3}, {2, 1, 0})) << "empty";
+}
+
+// ---- The plan, on the host ------------------------------------------------------------------
+
+using ppat::detail::permute_plan;
+using ppat::detail::plan_permute;
+
+TEST(transpose_plan, identity_and_size_one_axes_are_a_copy) {
+  const permute_plan same = plan_permute({2, 3, 4}, {0, 1, 2});
+  EXPECT_EQ(same.how, permute_plan::kind::copy);
+  EXPECT_EQ(same.count, 24u);
+  // Moving only axes of extent one moves no data.
+  const permute_plan ones = plan_permute({1, 5, 1, 7}, {2, 1, 0, 3});
+  EXPECT_EQ(ones.how, permute_plan::kind::copy);
+  EXPECT_EQ(ones.count, 35u);
+}
+
+// Planes of rows x cols, rows `in_row_stride` apart in `in` and `out_row_stride` in `out`.
+void expect_planes(const permute_plan& plan, std::size_t rows, std::size_t cols,
+                   std::size_t in_row_stride, std::size_t out_row_stride, int batch_rank) {
+  ASSERT_EQ(plan.how, permute_plan::kind::planes);
+  EXPECT_EQ(plan.layout.rows, rows);  // rows of `in`
+  EXPECT_EQ(plan.layout.cols, cols);  // its contiguous axis
+  EXPECT_EQ(plan.layout.in_row_stride, in_row_stride);
+  EXPECT_EQ(plan.layout.out_row_stride, out_row_stride);
+  EXPECT_EQ(plan.layout.batch_rank, batch_rank);
+}
+
+TEST(transpose_plan, a_matrix_is_one_plane) {
+  expect_planes(plan_permute({3, 5}, {1, 0}), 3, 5, 5, 3, 0);
+}
+
+TEST(transpose_plan, the_last_two_axes_swapped_are_a_batch_of_planes) {
+  const permute_plan plan = plan_permute({2, 3, 4}, {0, 2, 1});
+  expect_planes(plan, 3, 4, 4, 3, 1);
+  EXPECT_EQ(plan.layout.batch_extent[0], 2u);
+  EXPECT_EQ(plan.layout.batch_in_stride[0], 12u);
+  EXPECT_EQ(plan.layout.batch_out_stride[0], 12u);
+}
+
+TEST(transpose_plan, adjacent_axes_merge) {
+  // (a, b, c, d) -> (c, d, a, b) is a 6 x 20 matrix transposed.
+  expect_planes(plan_permute({2, 3, 4, 5}, {2, 3, 0, 1}), 6, 20, 20, 6, 0);
+  // Axes of extent one between two adjacent ones do not keep them apart.
+  expect_planes(plan_permute({4, 1, 5, 3}, {3, 0, 1, 2}), 20, 3, 3, 20, 0);
+}
+
+TEST(transpose_plan, a_last_axis_that_stays_last_moves_whole_rows) {
+  const permute_plan plan = plan_permute({2, 3, 4}, {1, 0, 2});
+  ASSERT_EQ(plan.how, permute_plan::kind::rows);
+  EXPECT_EQ(plan.row_length, 4u);
+  EXPECT_EQ(plan.count, 24u);
+  // The other axes in output order, with their input strides.
+  ASSERT_EQ(plan.layout.batch_rank, 2);
+  EXPECT_EQ(plan.layout.batch_extent[0], 3u);
+  EXPECT_EQ(plan.layout.batch_in_stride[0], 4u);
+  EXPECT_EQ(plan.layout.batch_extent[1], 2u);
+  EXPECT_EQ(plan.layout.batch_in_stride[1], 12u);
+}
+
+// The plan against a direct walk of every element, for every permutation of a rank-4
+// shape with an axis of extent one: where each output element comes from.
+TEST(transpose_plan, every_rank_four_permutation_maps_every_element) {
+  const std::vector<std::size_t> shape{3, 1, 4, 5};
+  std::vector<int> axes{0, 1, 2, 3};
+  do {
+    SCOPED_TRACE(::testing::PrintToString(axes));
+    std::vector<std::size_t> in_stride(4), out_shape(4);
+    for (int d = 3; d >= 0; --d)
+      in_stride[d] = d == 3 ? 1 : in_stride[d + 1] * shape[d + 1];
+    for (int i = 0; i < 4; ++i)
+      out_shape[i] = shape[axes[i]];
+    // expected[o]: the input offset of output element o.
+    std::vector<std::size_t> expected(60);
+    for (std::size_t o = 0; o < 60; ++o) {
+      std::size_t rest = o, from = 0;
+      for (int i = 3; i >= 0; --i) {
+        from += rest % out_shape[i] * in_stride[axes[i]];
+        rest /= out_shape[i];
+      }
+      expected[o] = from;
+    }
+    const permute_plan plan = plan_permute(shape, axes);
+    std::vector<std::size_t> got(60);
+    const auto& l = plan.layout;
+    if (plan.how == permute_plan::kind::copy) {
+      for (std::size_t o = 0; o < 60; ++o)
+        got[o] = o;
+    } else if (plan.how == permute_plan::kind::rows) {
+      for (std::size_t o = 0; o < 60; ++o) {
+        std::size_t row = o / plan.row_length, from = o % plan.row_length;
+        for (int d = l.batch_rank - 1; d >= 0; --d) {
+          from += row % l.batch_extent[d] * l.batch_in_stride[d];
+          row /= l.batch_extent[d];
+        }
+        got[o] = from;
+      }
+    } else {
+      std::size_t planes = 1;
+      for (int d = 0; d < l.batch_rank; ++d)
+        planes *= l.batch_extent[d];
+      std::fill(got.begin(), got.end(), std::size_t(-1));
+      for (std::size_t p = 0; p < planes; ++p) {
+        std::size_t in_offset = 0, out_offset = 0;
+        ppat::detail::add_plane_offsets(p, l, in_offset, out_offset);
+        for (std::size_t b = 0; b < l.rows; ++b)
+          for (std::size_t a = 0; a < l.cols; ++a)
+            got[out_offset + a * l.out_row_stride + b] = in_offset + b * l.in_row_stride + a;
+      }
+    }
+    EXPECT_EQ(got, expected);
+  } while (std::next_permutation(axes.begin(), axes.end()));
 }
 
 }  // namespace

@@ -32,6 +32,11 @@
 // permute first drops axes of extent one and merges axes that stay adjacent; what remains
 // is a copy, a set of planes, or (when the contiguous axis stays last) a gather of whole
 // rows. transpose_inplace swaps tile pairs across the diagonal.
+//
+// This file: the public calls, their dispatch and the plane, in-place and row kernels.
+// transpose/plan.cuh: the host-side plan (plane layouts, the permute reduced to a copy,
+// planes or rows), tested without a GPU. transpose/tile_staging.cuh: staging a tile and
+// writing it transposed. transpose/skinny.cuh: the skinny kernel.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -50,34 +55,12 @@
 #include "core/error.cuh"
 #include "core/launch.cuh"
 #include "core/vector_io.cuh"
+#include "transpose/plan.cuh"
+#include "transpose/skinny.cuh"
+#include "transpose/tile_staging.cuh"
 
 namespace ppat {
 namespace detail {
-
-constexpr int max_permute_rank = 8;
-
-// out(i, a, b) = in(i, b, a) over `batch_rank` batch axes; offsets in elements.
-struct plane_layout {
-  std::size_t rows;            // b: rows of `in`, the contiguous axis of `out`
-  std::size_t cols;            // a: the contiguous axis of `in`, rows of `out`
-  std::size_t in_row_stride;   // between consecutive b in `in`
-  std::size_t out_row_stride;  // between consecutive a in `out`
-  int batch_rank;
-  std::size_t batch_extent[max_permute_rank];
-  std::size_t batch_in_stride[max_permute_rank];
-  std::size_t batch_out_stride[max_permute_rank];
-};
-
-// One rows x cols matrix, row r of `in` at r * ld_in, row c of `out` at c * ld_out.
-inline plane_layout matrix_layout(std::size_t rows, std::size_t cols, std::size_t ld_in,
-                                  std::size_t ld_out) {
-  plane_layout layout{};
-  layout.rows = rows;
-  layout.cols = cols;
-  layout.in_row_stride = ld_in;
-  layout.out_row_stride = ld_out;
-  return layout;
-}
 
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call);
@@ -197,73 +180,17 @@ void permute(const T* in, T* out, const std::vector<std::size_t>& shape,
 
 namespace detail {
 
-// The tile: S x S elements, V to a 16-byte chunk, C chunks to a tile row. The threads are
-// as few as keep enough 16-byte loads in flight per thread (8 of 4-byte elements, 4 of
-// most others: measured on the H200), so that many blocks fit an SM.
-template <class T>
-struct transpose_tile {
-  static constexpr int vec = int(16 / sizeof(T));
-  static constexpr int side = sizeof(T) == 1 ? 128 : sizeof(T) <= 4 ? 64 : 32;
-  static constexpr int chunks = side / vec;
-  static constexpr int threads = sizeof(T) == 1 || sizeof(T) == 16 ? 256 : 128;
-  static constexpr int chunks_per_thread = side * chunks / threads;
-  // Blocks an SM must hold, asked of the compiler (0: none). Left free, it gives one-byte
-  // tiles 80 registers, three blocks an SM; four (64 registers) move 96% of copy instead
-  // of 83-90%. A bound on four-byte tiles measured slower (six blocks: spills, 81-84%
-  // against 94%).
-  static constexpr int min_blocks = sizeof(T) == 1 ? 4 : 0;
-  // Four-byte tiles write faster with every gather of a thread issued before its stores.
-  static constexpr int write_unroll = sizeof(T) == 4 ? chunks_per_thread : 1;
-};
-
-// The skinny kernel: a block moves a span of the long side, about `span_bytes` of data,
-// loading 16-byte vectors `unroll` at a time per thread. It takes short sides of under 128
-// elements and at most 512 bytes, so that a span of 128-byte row pieces fits 24 KB.
-struct skinny_shape {
-  static constexpr int threads = 256;
-  static constexpr int unroll = 4;
-  static constexpr std::size_t span_bytes = 24 * 1024;
-  static constexpr std::size_t max_short = 127, max_short_bytes = 512;
-};
-
 constexpr int permute_rows_blocks_per_sm = 8;
 
 template <class T, bool AlignedIn, bool AlignedOut>
 __global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
                                         unsigned plane_tiles, std::size_t tiles, const T* in_end);
-template <class T, bool FlatIn>
-__global__ void transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
-                                        unsigned plane_spans, std::size_t spans);
 template <class T, bool Aligned>
 __global__ void transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side,
                                          std::size_t pairs);
 template <class U>
 __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
                                     plane_layout rows);
-
-// True when every plane of `data` starts on a 16-byte boundary.
-template <class T>
-bool planes_aligned(const T* data, const std::size_t* batch_strides, int batch_rank) {
-  bool aligned = aligned_to(data, 16);
-  for (int d = 0; d < batch_rank; ++d)
-    aligned = aligned && batch_strides[d] * sizeof(T) % 16 == 0;
-  return aligned;
-}
-
-// True when every row of every plane of `data` starts on a 16-byte boundary.
-template <class T>
-bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batch_strides,
-                  int batch_rank) {
-  return row_stride * sizeof(T) % 16 == 0 && planes_aligned(data, batch_strides, batch_rank);
-}
-
-// Blocks for `work` items of a grid-stride kernel: one each, up to the launch limit.
-inline unsigned blocks_for(std::size_t work) {
-  return unsigned(std::min<std::size_t>(work, 0x7FFFFFFF));
-}
-
-template <class T>
-bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const call_context& call);
 
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call) {
@@ -300,51 +227,6 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, const cal
   check_launch(call.function(), "transpose_planes_kernel");
 }
 
-// Planes with a short side k (skinny_shape's limits), contiguous where it is flat, and
-// 16-byte aligned rows on the long side go to the skinny kernel (returns true). Tiles
-// would leave most of their rows empty, or cut into a second tile for a few. Short sides
-// of whole 16-byte chunks stay with the tiles: they would put the skinny kernel's
-// gathers from shared memory all on one bank.
-template <class T>
-bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const call_context& call) {
-  using tile = transpose_tile<T>;
-  const auto skinny = [](std::size_t k, std::size_t n, std::size_t flat_stride) {
-    return k <= skinny_shape::max_short && k * sizeof(T) <= skinny_shape::max_short_bytes &&
-           k * sizeof(T) % 16 != 0 && n >= std::size_t(tile::side) && flat_stride == k;
-  };
-  const bool flat_in = skinny(layout.cols, layout.rows, layout.in_row_stride);
-  const bool flat_out = !flat_in && skinny(layout.rows, layout.cols, layout.out_row_stride);
-  if (!(flat_in || flat_out) || !planes_aligned(in, layout.batch_in_stride, layout.batch_rank) ||
-      !planes_aligned(out, layout.batch_out_stride, layout.batch_rank) ||
-      (flat_in ? layout.out_row_stride : layout.in_row_stride) * sizeof(T) % 16 != 0) {
-    return false;
-  }
-  const std::size_t k = flat_in ? layout.cols : layout.rows;
-  const std::size_t n = flat_in ? layout.rows : layout.cols;
-  // A span is whole groups of 8 vectors of the long side: 128-byte pieces of its rows, and
-  // a flat run that starts on a 16-byte boundary.
-  constexpr std::size_t group = 8 * transpose_tile<T>::vec;
-  const std::size_t span =
-      std::max(group, skinny_shape::span_bytes / (k * sizeof(T)) / group * group);
-  const std::size_t plane_spans = ceil_div(n, span);
-  require(plane_spans <= 0xFFFFFFFF, call.function(), "rows, cols", "make more than 2^32 spans");
-  std::size_t spans = plane_spans;
-  for (int d = 0; d < layout.batch_rank; ++d)
-    spans *= layout.batch_extent[d];
-  const std::size_t shared_bytes = span * k * sizeof(T);
-  const auto launch = [&](auto kernel) {
-    kernel<<<blocks_for(spans), skinny_shape::threads, shared_bytes, call.stream()>>>(
-        in, out, layout, unsigned(span), unsigned(plane_spans), spans);
-  };
-  if (flat_in) {
-    launch(transpose_skinny_kernel<T, true>);
-  } else {
-    launch(transpose_skinny_kernel<T, false>);
-  }
-  check_launch(call.function(), "transpose_skinny_kernel");
-  return true;
-}
-
 template <class T>
 void launch_transpose_inplace(T* data, std::size_t n, const call_context& call) {
   using tile = transpose_tile<T>;
@@ -360,224 +242,46 @@ void launch_transpose_inplace(T* data, std::size_t n, const call_context& call) 
   check_launch(call.function(), "transpose_inplace_kernel");
 }
 
-// The permutation with axes of extent one dropped and runs of input axes that stay
-// adjacent and in order merged into one: the same data movement with the fewest axes.
-struct merged_permutation {
-  std::vector<std::size_t> shape;  // of the input
-  std::vector<int> axes;           // out.shape[i] = shape[axes[i]]
-};
-
-inline merged_permutation merge_axes(const std::vector<std::size_t>& shape,
-                                     const std::vector<int>& axes) {
-  // Output order, skipping extent-one axes.
-  std::vector<int> order;
-  for (int axis : axes) {
-    if (shape[axis] != 1) order.push_back(axis);
-  }
-  // Groups of input axes that follow each other in the output too.
-  std::vector<std::vector<int>> groups;
-  for (int axis : order) {
-    if (!groups.empty() && groups.back().back() + 1 == axis) {
-      groups.back().push_back(axis);
-    } else {
-      // Axes between the previous one and this one that were dropped keep them adjacent.
-      bool adjacent = !groups.empty() && groups.back().back() < axis;
-      for (int skipped = groups.empty() ? 0 : groups.back().back() + 1; adjacent && skipped < axis;
-           ++skipped)
-        adjacent = shape[skipped] == 1;
-      if (adjacent) {
-        groups.back().push_back(axis);
-      } else {
-        groups.push_back({axis});
-      }
-    }
-  }
-  // Number the groups by their input position.
-  std::vector<int> by_input(groups.size());
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    by_input[g] = int(g);
-  std::sort(by_input.begin(), by_input.end(),
-            [&](int x, int y) { return groups[x].front() < groups[y].front(); });
-  merged_permutation merged;
-  merged.shape.resize(groups.size());
-  merged.axes.resize(groups.size());
-  for (std::size_t position = 0; position < by_input.size(); ++position) {
-    const auto& group = groups[by_input[position]];
-    std::size_t extent = 1;
-    for (int axis : group)
-      extent *= shape[axis];
-    merged.shape[position] = extent;
-    merged.axes[by_input[position]] = int(position);
-  }
-  return merged;
-}
-
 template <class T>
 void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shape,
                        const std::vector<int>& axes, const call_context& call) {
-  const merged_permutation merged = merge_axes(shape, axes);
-  const int rank = int(merged.shape.size());
-  bool identity = true;
-  for (int i = 0; i < rank; ++i)
-    identity = identity && merged.axes[i] == i;
-  std::size_t count = 1;
-  for (std::size_t extent : merged.shape)
-    count *= extent;
-  if (identity) {
-    call.check(cudaMemcpyAsync(out, in, count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
-               "cudaMemcpyAsync");
+  const permute_plan plan = plan_permute(shape, axes);
+  if (plan.how == permute_plan::kind::copy) {
+    call.check(
+        cudaMemcpyAsync(out, in, plan.count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
+        "cudaMemcpyAsync");
     return;
   }
-  // Row-major strides of the input, and of the output for each input axis.
-  std::vector<std::size_t> in_stride(rank), out_stride(rank);
-  for (int d = rank - 1; d >= 0; --d)
-    in_stride[d] = d == rank - 1 ? 1 : in_stride[d + 1] * merged.shape[d + 1];
-  std::size_t running = 1;
-  for (int i = rank - 1; i >= 0; --i) {
-    out_stride[merged.axes[i]] = running;
-    running *= merged.shape[merged.axes[i]];
-  }
-  const int contiguous_in = rank - 1;                // the input's contiguous axis
-  const int contiguous_out = merged.axes[rank - 1];  // the input axis contiguous in `out`
-  plane_layout layout{};
-  if (contiguous_out != contiguous_in) {
-    layout.cols = merged.shape[contiguous_in];
-    layout.rows = merged.shape[contiguous_out];
-    layout.in_row_stride = in_stride[contiguous_out];
-    layout.out_row_stride = out_stride[contiguous_in];
-    for (int d = 0; d < rank; ++d) {
-      if (d == contiguous_in || d == contiguous_out) continue;
-      layout.batch_extent[layout.batch_rank] = merged.shape[d];
-      layout.batch_in_stride[layout.batch_rank] = in_stride[d];
-      layout.batch_out_stride[layout.batch_rank] = out_stride[d];
-      ++layout.batch_rank;
-    }
-    transpose_planes(in, out, layout, call);
+  if (plan.how == permute_plan::kind::planes) {
+    transpose_planes(in, out, plan.layout, call);
     return;
   }
-  // The contiguous axis stays last: whole rows move, as 16-byte units where they allow.
-  // Rows are numbered in output order; `layout` carries the other axes in that order, with
-  // their input strides in units.
-  const std::size_t row_length = merged.shape[contiguous_in];
+  // Whole rows move, as 16-byte units where they allow; rows are numbered in output order.
   constexpr int vec = transpose_tile<T>::vec;
   const bool vectors =
-      aligned_to(in, 16) && aligned_to(out, 16) && row_length * sizeof(T) % 16 == 0;
+      aligned_to(in, 16) && aligned_to(out, 16) && plan.row_length * sizeof(T) % 16 == 0;
   const std::size_t unit = vectors ? vec : 1;  // elements a unit
-  for (int i = 0; i < rank - 1; ++i) {
-    layout.batch_extent[layout.batch_rank] = merged.shape[merged.axes[i]];
-    layout.batch_in_stride[layout.batch_rank] = in_stride[merged.axes[i]] / unit;
-    ++layout.batch_rank;
-  }
-  const std::size_t row_units = row_length / unit;
-  const std::size_t total = count / unit;
+  plane_layout rows = plan.layout;
+  for (int d = 0; d < rows.batch_rank; ++d)
+    rows.batch_in_stride[d] /= unit;
+  const std::size_t row_units = plan.row_length / unit;
+  const std::size_t total = plan.count / unit;
   const unsigned blocks = unsigned(std::min<std::size_t>(
       ceil_div(total, 256), std::size_t(call.limits().sm_count) * permute_rows_blocks_per_sm));
   if (vectors) {
-    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(reinterpret_cast<const uint4*>(in),
-                                                           reinterpret_cast<uint4*>(out), row_units,
-                                                           total, layout);
+    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(
+        reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), row_units, total, rows);
   } else {
-    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(in, out, row_units, total, layout);
+    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(in, out, row_units, total, rows);
   }
   check_launch(call.function(), "permute_rows_kernel");
 }
-
-// Block helpers, defined below the kernels.
-
-// The elements of `in` that may be read: windows reach past a tile's edges into its
-// neighbours, but never past the whole input.
-template <class T>
-struct readable_span {
-  const T* begin;
-  const T* end;
-};
-
-template <class T>
-struct row_shifts;
-template <class T>
-__device__ row_shifts<T> row_shifts_of(const T* row, std::size_t stride);
-template <class T, bool Windows>
-struct row_staged_tile;
-template <class T>
-struct column_staged_tile;
-// Output rows on 16-byte boundaries take the tile staged by rows; others by columns.
-template <class T, bool AlignedIn, bool AlignedOut>
-using staging_of =
-    std::conditional_t<AlignedOut, row_staged_tile<T, !AlignedIn>, column_staged_tile<T>>;
-template <class T, bool AlignedIn, bool AlignedOut>
-__device__ staging_of<T, AlignedIn, AlignedOut> staging_for(uint4* staged, const T* in,
-                                                            std::size_t in_row_stride, const T* out,
-                                                            std::size_t out_row_stride);
-template <bool AlignedIn, class T, class Staged>
-__device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                           readable_span<T> readable, const Staged& staged);
-template <bool AlignedOut, class T, class Staged>
-__device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                      const Staged& staged);
-template <class T, class Staged>
-__device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                             const Staged& staged);
-template <class T, class Staged>
-__device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                              readable_span<T> readable, const Staged& staged);
-template <class T, class Staged>
-__device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_count, int first,
-                               int end, const Staged& staged);
-template <class T, class Staged>
-__device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                   const Staged& staged);
-template <class T, class Staged>
-__device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                 const Staged& staged);
-template <class T>
-__device__ void write_packed_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                  const row_staged_tile<T, false>& staged);
-template <class T>
-__device__ uint4 pick_from_words(const unsigned (&words)[16 / sizeof(T)], int r);
-template <class T>
-__device__ void write_column_windows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                     const column_staged_tile<T>& staged);
-template <class T, class Staged>
-__device__ uint4 gather_column(const Staged& staged, int first, int a);
-template <class T, class Staged>
-__device__ void write_elements(T* out, std::size_t out_row_stride, int first, int end, int a_count,
-                               const Staged& staged);
-template <class T>
-__device__ void unpack_chunk(const uint4& raw, T (&items)[16 / sizeof(T)]);
-template <class T>
-__device__ void load_run(const T* run, unsigned count, uint4* flat);
-template <class T>
-__device__ void store_run(const uint4* flat, T* run, unsigned count);
-template <class T>
-__device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
-                            unsigned span, T* flat);
-template <class T>
-__device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
-                             unsigned count, unsigned span);
 
 // Where a tile of the planes lies, and how much of it the matrix covers.
 struct tile_place {
   std::size_t in_offset, out_offset;
   int a_count, b_count;
 };
-
-// Adds the offsets of plane number `plane` (over the batch axes, the last one fastest).
-__device__ inline void add_plane_offsets(std::size_t plane, const plane_layout& layout,
-                                         std::size_t& in_offset, std::size_t& out_offset) {
-  for (int d = layout.batch_rank - 1; d >= 0; --d) {
-    const std::size_t index = plane % layout.batch_extent[d];
-    plane /= layout.batch_extent[d];
-    in_offset += index * layout.batch_in_stride[d];
-    out_offset += index * layout.batch_out_stride[d];
-  }
-}
-
-// Work item w of `per_plane` in each plane: its plane, and its number within the plane.
-__device__ inline void split_plane(std::size_t w, unsigned per_plane, int batch_rank,
-                                   std::size_t& plane, unsigned& in_plane) {
-  plane = batch_rank > 0 ? w / per_plane : 0;
-  in_plane = unsigned(w - plane * per_plane);
-}
 
 // Tile t: plane after plane, and within a plane the tiles along a next to each other.
 template <int Side>
@@ -615,38 +319,6 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>:
     write_tile_transposed<AlignedOut>(tile_out, layout.out_row_stride, place.b_count, place.a_count,
                                       staged);
     if (t + gridDim.x < tiles) __syncthreads();  // the next tile reuses `staged_chunks`
-  }
-}
-// A span of the long side with all k of the short side. With FlatIn, rows [x0, x0 + count)
-// of an n x k `in` (one contiguous run) become pieces of the k rows of `out`; without, the
-// pieces of the k rows of `in` become one contiguous run of `out`. Shared memory holds the
-// span as the flat side does: long index x (from x0), short index p at x * k + p.
-template <class T, bool FlatIn>
-__global__ void __launch_bounds__(skinny_shape::threads)
-    transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
-                            unsigned plane_spans, std::size_t spans) {
-  extern __shared__ uint4 flat[];
-  const unsigned k = unsigned(FlatIn ? layout.cols : layout.rows);
-  const std::size_t n = FlatIn ? layout.rows : layout.cols;
-  const std::size_t piece_stride = FlatIn ? layout.out_row_stride : layout.in_row_stride;
-  for (std::size_t s = blockIdx.x; s < spans; s += gridDim.x) {
-    std::size_t plane, in_offset = 0, out_offset = 0;
-    unsigned in_plane;
-    split_plane(s, plane_spans, layout.batch_rank, plane, in_plane);
-    add_plane_offsets(plane, layout, in_offset, out_offset);
-    const std::size_t x0 = std::size_t(in_plane) * span;
-    const unsigned count = unsigned(min(std::size_t(span), n - x0));
-    if constexpr (FlatIn) {
-      load_run(in + in_offset + x0 * k, count * k, flat);
-      __syncthreads();
-      store_pieces(reinterpret_cast<const T*>(flat), out + out_offset + x0, piece_stride, k, count,
-                   span);
-    } else {
-      load_pieces(in + in_offset + x0, piece_stride, k, count, span, reinterpret_cast<T*>(flat));
-      __syncthreads();
-      store_run(flat, out + out_offset + x0 * k, count * k);
-    }
-    if (s + gridDim.x < spans) __syncthreads();  // the next span reuses `flat`
   }
 }
 
@@ -703,471 +375,6 @@ __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, 
       row /= rows.batch_extent[d];
     }
     out[i] = in[from];
-  }
-}
-
-// ---- Tiles: staging rows of `in`, writing columns to rows of `out` ----
-
-// How far rows start past 16-byte boundaries: row i of rows `stride` elements apart, the
-// first at `row`, starts shift(i) = (first + i * step) % V elements into its 16-byte window.
-// Rows whose address is not a multiple of sizeof(T) have no windows (vectors false).
-template <class T>
-struct row_shifts {
-  int first, step;
-  bool vectors;
-  __device__ int operator()(int i) const {
-    return (first + i * step) & (transpose_tile<T>::vec - 1);
-  }
-};
-
-template <class T>
-__device__ row_shifts<T> row_shifts_of(const T* row, std::size_t stride) {
-  const auto address = reinterpret_cast<std::uintptr_t>(row);
-  if (address % sizeof(T) != 0) return {0, 0, false};
-  return {int(address % 16 / sizeof(T)), int(stride % transpose_tile<T>::vec), true};
-}
-
-// Output rows on 16-byte boundaries: the tile staged by rows, read back a column at a
-// time. From input rows on 16-byte boundaries (Windows false), chunk a / V of row b sits at
-// chunk (a / V) ^ ((b / V) % 8) of the row, rows C chunks apart. Input rows off them
-// (Windows true) are staged as the C + 1 windows they overlap, whole: element a of row b
-// is element a + shift(b) of its staged row; window C, past the XOR's reach, sits last.
-template <class T, bool Windows>
-struct row_staged_tile {
-  static constexpr int vec = transpose_tile<T>::vec, chunks = transpose_tile<T>::chunks;
-  static constexpr int pitch = chunks + (Windows ? 1 : 0);      // 16-byte chunks a row
-  static constexpr int size = transpose_tile<T>::side * pitch;  // 16-byte chunks in all
-  uint4* staged;
-  row_shifts<T> in_shifts;
-
-  __device__ int shift(int b) const { return Windows ? in_shifts(b) : 0; }
-  __device__ uint4& chunk(int b, int j) const {
-    return staged[b * pitch + (Windows && j == chunks ? j : j ^ ((b / vec) & 7))];
-  }
-  __device__ T& operator()(int b, int a) const {
-    const int position = a + shift(b);
-    return reinterpret_cast<T*>(&chunk(b, position / vec))[position % vec];
-  }
-  // The 16 bytes of input row b that start at element `first` (a chunk or a window).
-  __device__ void put(int b, int first, const uint4& raw, int) const {
-    chunk(b, (first + shift(b)) / vec) = raw;
-  }
-};
-
-// Output rows off 16-byte boundaries: the tile staged by columns, column a (row a of the
-// output tile) from element a P + s, s the first output row's shift. P is at least
-// S + V - 1 and P = step (mod V), so that every output row's 16-byte windows fall on
-// 16-byte boundaries of shared memory too: a window is one 16-byte read.
-template <class T>
-struct column_staged_tile {
-  static constexpr int vec = transpose_tile<T>::vec, side = transpose_tile<T>::side;
-  static constexpr int size = int((side * (side + 2 * vec - 2) * sizeof(T) + 15) / 16);
-  T* staged;
-  int pitch, first;
-
-  __device__ T& operator()(int b, int a) const { return staged[a * pitch + first + b]; }
-  // The 16 bytes of input row b that start at element `first_a`; those of the tile's
-  // columns [0, a_count) go to their columns.
-  __device__ void put(int b, int first_a, const uint4& raw, int a_count) const {
-    T items[vec];
-    unpack_chunk(raw, items);
-#pragma unroll
-    for (int e = 0; e < vec; ++e) {
-      if (first_a + e >= 0 && first_a + e < a_count) (*this)(b, first_a + e) = items[e];
-    }
-  }
-};
-
-// The staging of the tile whose element (0, 0) is at `in`, going to `out`.
-template <class T, bool AlignedIn, bool AlignedOut>
-__device__ staging_of<T, AlignedIn, AlignedOut> staging_for(uint4* staged, const T* in,
-                                                            std::size_t in_row_stride, const T* out,
-                                                            std::size_t out_row_stride) {
-  if constexpr (AlignedOut) {
-    return {staged, row_shifts_of(in, in_row_stride)};
-  } else {
-    constexpr int vec = transpose_tile<T>::vec, least = transpose_tile<T>::side + vec - 1;
-    const row_shifts<T> shifts = row_shifts_of(out, out_row_stride);
-    return {reinterpret_cast<T*>(staged), least + ((shifts.step - least) & (vec - 1)),
-            shifts.first};
-  }
-}
-
-// Copies tile rows [0, b_count) x columns [0, a_count) from `in` (element (0, 0) of the
-// tile, rows `in_row_stride` apart) into `staged`.
-template <bool AlignedIn, class T, class Staged>
-__device__ void stage_tile(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                           readable_span<T> readable, const Staged& staged) {
-  if constexpr (AlignedIn) {
-    stage_chunks(in, in_row_stride, b_count, a_count, staged);
-  } else {
-    stage_windows(in, in_row_stride, b_count, a_count, readable, staged);
-  }
-}
-
-// Writes the staged tile transposed: row a of the output tile is column a of the tile,
-// going to `out` (element (0, 0) of the output tile, rows `out_row_stride` apart).
-template <bool AlignedOut, class T, class Staged>
-__device__ void write_tile_transposed(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                      const Staged& staged) {
-  if constexpr (!AlignedOut) {
-    write_column_windows(out, out_row_stride, b_count, a_count, staged);
-  } else if constexpr (sizeof(T) < 4 && std::is_same_v<Staged, row_staged_tile<T, false>>) {
-    write_packed_rows(out, out_row_stride, b_count, a_count, staged);
-  } else {
-    write_aligned_rows(out, out_row_stride, b_count, a_count, staged);
-  }
-}
-
-// Rows on 16-byte boundaries: chunk by chunk, lanes along the row, every load of the
-// thread in flight before the first store to shared memory. The chunks that the tile's
-// edge cuts (one column of them at most) follow element by element, a row to a thread, in
-// a loop of their own so that the loads' addresses need not live on.
-template <class T, class Staged>
-__device__ void stage_chunks(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                             const Staged& staged) {
-  using tile = transpose_tile<T>;
-  constexpr int vec = tile::vec, chunks = tile::chunks;
-  uint4 raw[tile::chunks_per_thread];
-#pragma unroll
-  for (int s = 0; s < tile::chunks_per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads, b = i / chunks, first = i % chunks * vec;
-    if (b < b_count && first + vec <= a_count)
-      raw[s] = *reinterpret_cast<const uint4*>(in + std::size_t(b) * in_row_stride + first);
-  }
-#pragma unroll
-  for (int s = 0; s < tile::chunks_per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads, b = i / chunks, first = i % chunks * vec;
-    if (b < b_count && first + vec <= a_count) staged.put(b, first, raw[s], a_count);
-  }
-  const int cut = a_count / vec * vec;
-  if (cut == a_count) return;
-  for (int b = threadIdx.x; b < b_count; b += tile::threads) {
-#pragma unroll 1
-    for (int a = cut; a < a_count; ++a)
-      staged(b, a) = in[std::size_t(b) * in_row_stride + a];
-  }
-}
-
-// Rows off 16-byte boundaries: the windows each row overlaps (one more than its chunks),
-// whole, as on aligned rows. A window that sticks out of the readable input (only at its
-// two ends) is replaced by its tile elements, one by one.
-template <class T, class Staged>
-__device__ void stage_windows(const T* in, std::size_t in_row_stride, int b_count, int a_count,
-                              readable_span<T> readable, const Staged& staged) {
-  using tile = transpose_tile<T>;
-  constexpr int vec = tile::vec, windows = tile::chunks + 1;
-  constexpr int per_thread = (tile::side * windows + tile::threads - 1) / tile::threads;
-  const row_shifts<T> shifts = row_shifts_of(in, in_row_stride);
-  if (!shifts.vectors) {
-    stage_elements(in, in_row_stride, b_count, 0, a_count, staged);
-    return;
-  }
-  // Window w of row b, whose first element is w V - shift(b): true when it holds tile
-  // elements and can be read whole.
-  const auto window = [&](int b, int w, const T*& from) {
-    const int first = w * vec - shifts(b);
-    from = in + std::size_t(b) * in_row_stride + first;
-    return b < b_count && first < a_count && from >= readable.begin && from + vec <= readable.end;
-  };
-  uint4 raw[per_thread];
-#pragma unroll
-  for (int s = 0; s < per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads;
-    const T* from;
-    if (window(i / windows, i % windows, from)) raw[s] = *reinterpret_cast<const uint4*>(from);
-  }
-#pragma unroll
-  for (int s = 0; s < per_thread; ++s) {
-    const int i = threadIdx.x + s * tile::threads, b = i / windows, w = i % windows;
-    const T* from;
-    if (window(b, w, from)) staged.put(b, w * vec - shifts(b), raw[s], a_count);
-  }
-  for (int b = threadIdx.x; b < b_count; b += tile::threads) {
-    const int last = (a_count - 1 + shifts(b)) / vec;
-    for (int w : {0, last}) {
-      const T* from;
-      const int first = w * vec - shifts(b);
-      if (!window(b, w, from)) {
-        for (int a = max(first, 0); a < min(first + vec, a_count); ++a)
-          staged(b, a) = from[a - first];
-      }
-    }
-  }
-}
-
-// Tile rows [0, b_count) x columns [first, end) from `in` into `staged`, element by
-// element, lanes along the rows (rows whose elements are off their size's alignment).
-template <class T, class Staged>
-__device__ void stage_elements(const T* in, std::size_t in_row_stride, int b_count, int first,
-                               int end, const Staged& staged) {
-  const int width = end - first;
-#pragma unroll 1
-  for (int i = threadIdx.x; i < b_count * width; i += transpose_tile<T>::threads) {
-    const int b = i / width, a = first + i % width;
-    staged(b, a) = in[std::size_t(b) * in_row_stride + a];
-  }
-}
-
-// Output rows on 16-byte boundaries: lanes take V rows a and 32 / V chunks of each; a
-// chunk is V elements of a column (distinct banks in `staged` when it holds chunks), and
-// the lanes' stores fill whole sectors of `out`.
-template <class T, class Staged>
-__device__ void write_aligned_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                   const Staged& staged) {
-  using tile = transpose_tile<T>;
-  constexpr int vec = tile::vec, chunks = tile::chunks;
-#pragma unroll(tile::write_unroll)
-  for (int i = threadIdx.x; i < tile::side * chunks; i += tile::threads) {
-    const int a = i % vec + vec * (i / (vec * chunks)), first = i / vec % chunks * vec;
-    if (a < a_count && first + vec <= b_count) {
-      *reinterpret_cast<uint4*>(out + std::size_t(a) * out_row_stride + first) =
-          gather_column<T>(staged, first, a);
-    }
-  }
-  write_cut_chunks(out, out_row_stride, b_count, a_count, staged);
-}
-
-// The chunks of the output rows that the tile's edge cuts (one column of them at most),
-// element by element, a row to a thread: few registers beside the whole chunks' gathers.
-template <class T, class Staged>
-__device__ void write_cut_chunks(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                 const Staged& staged) {
-  using tile = transpose_tile<T>;
-  const int cut = b_count / tile::vec * tile::vec;
-  if (cut == b_count) return;
-  for (int a = threadIdx.x; a < a_count; a += tile::threads) {
-#pragma unroll 1
-    for (int b = cut; b < b_count; ++b)
-      out[std::size_t(a) * out_row_stride + b] = staged(b, a);
-  }
-}
-
-// Output rows on 16-byte boundaries, elements of 1 or 2 bytes, input rows too: a thread
-// reads one 32-bit word (E = 4 / sizeof(T) columns) from each of V rows and sorts the bytes
-// into E output vectors, instead of V one-element reads a vector. Lanes take 8 chunks of 4
-// words: distinct banks in `staged`, and 128 bytes of each of 4 rows of `out` a store.
-template <class T>
-__device__ void write_packed_rows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                  const row_staged_tile<T, false>& staged) {
-  using tile = transpose_tile<T>;
-  constexpr int vec = tile::vec, chunks = tile::chunks, per_word = int(4 / sizeof(T));
-  constexpr int words = tile::side / per_word;
-  for (int i = threadIdx.x; i < chunks * words; i += tile::threads) {
-    const int first = i % chunks * vec, a0 = i / chunks * per_word;
-    if (first + vec <= b_count && a0 < a_count) {
-      unsigned column_words[vec];
-#pragma unroll
-      for (int k = 0; k < vec; ++k)
-        column_words[k] = *reinterpret_cast<const unsigned*>(&staged(first + k, a0));
-#pragma unroll
-      for (int r = 0; r < per_word; ++r) {
-        if (a0 + r < a_count) {
-          *reinterpret_cast<uint4*>(out + std::size_t(a0 + r) * out_row_stride + first) =
-              pick_from_words<T>(column_words, r);
-        }
-      }
-    }
-  }
-  write_cut_chunks(out, out_row_stride, b_count, a_count, staged);
-}
-
-// The output vector of column a0 + r: element r of each of the V words (1- and 2-byte T).
-template <class T>
-__device__ uint4 pick_from_words(const unsigned (&words)[16 / sizeof(T)], int r) {
-  unsigned picked[4];
-#pragma unroll
-  for (int m = 0; m < 4; ++m) {
-    if constexpr (sizeof(T) == 2) {
-      picked[m] = __byte_perm(words[2 * m], words[2 * m + 1], r == 0 ? 0x5410 : 0x7632);
-    } else {
-      const unsigned select = unsigned(r) | unsigned(r + 4) << 4;  // byte r of x, of y
-      picked[m] = __byte_perm(__byte_perm(words[4 * m], words[4 * m + 1], select),
-                              __byte_perm(words[4 * m + 2], words[4 * m + 3], select), 0x5410);
-    }
-  }
-  return make_uint4(picked[0], picked[1], picked[2], picked[3]);
-}
-
-// Output rows off 16-byte boundaries, from the tile staged by columns: the C + 1 windows of
-// each output row, lanes along the row, a whole window one 16-byte read and one 16-byte
-// store, the two partial ones at the row's ends element by element.
-template <class T>
-__device__ void write_column_windows(T* out, std::size_t out_row_stride, int b_count, int a_count,
-                                     const column_staged_tile<T>& staged) {
-  using tile = transpose_tile<T>;
-  constexpr int vec = tile::vec, windows = tile::chunks + 1;
-  const row_shifts<T> shifts = row_shifts_of(out, out_row_stride);
-  if (!shifts.vectors) {
-    write_elements(out, out_row_stride, 0, b_count, a_count, staged);
-    return;
-  }
-#pragma unroll 2
-  for (int i = threadIdx.x; i < tile::side * windows; i += tile::threads) {
-    const int a = i / windows;
-    if (a >= a_count) break;
-    const int first = i % windows * vec - shifts(a);
-    T* row = out + std::size_t(a) * out_row_stride;
-    if (first >= 0 && first + vec <= b_count) {
-      *reinterpret_cast<uint4*>(row + first) = *reinterpret_cast<const uint4*>(&staged(first, a));
-    } else {
-#pragma unroll 1
-      for (int b = max(first, 0); b < min(first + vec, b_count); ++b)
-        row[b] = staged(b, a);
-    }
-  }
-}
-
-// The V elements of column a from rows first, first + 1, ... of the staged tile, as one
-// 16-byte chunk.
-template <class T, class Staged>
-__device__ uint4 gather_column(const Staged& staged, int first, int a) {
-  constexpr int vec = transpose_tile<T>::vec;
-  T items[vec];
-#pragma unroll
-  for (int k = 0; k < vec; ++k)
-    items[k] = staged(first + k, a);
-  uint4 raw;
-  std::memcpy(&raw, items, 16);
-  return raw;
-}
-
-// Output rows [0, a_count) x columns [first, end) from the staged tile to `out`, element by
-// element, lanes along the output rows (rows whose elements are off their size's
-// alignment).
-template <class T, class Staged>
-__device__ void write_elements(T* out, std::size_t out_row_stride, int first, int end, int a_count,
-                               const Staged& staged) {
-  const int width = end - first;
-#pragma unroll 1
-  for (int i = threadIdx.x; i < a_count * width; i += transpose_tile<T>::threads) {
-    const int a = i / width, b = first + i % width;
-    out[std::size_t(a) * out_row_stride + b] = staged(b, a);
-  }
-}
-
-template <class T>
-__device__ void unpack_chunk(const uint4& raw, T (&items)[16 / sizeof(T)]) {
-  std::memcpy(items, &raw, 16);
-}
-
-// ---- Skinny spans: one contiguous run, and k row pieces ----
-
-// The run of `count` elements at `run` (16-byte aligned) into `flat`, `unroll` vectors of
-// each thread in flight at a time.
-template <class T>
-__device__ void load_run(const T* run, unsigned count, uint4* flat) {
-  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
-  constexpr int unroll = skinny_shape::unroll;
-  const unsigned whole = count / vec;  // the rest, under a vector, element by element
-  for (unsigned base = threadIdx.x; base < whole; base += threads * unroll) {
-    uint4 raw[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const unsigned v = base + u * threads;
-      if (v < whole) raw[u] = reinterpret_cast<const uint4*>(run)[v];
-    }
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const unsigned v = base + u * threads;
-      if (v < whole) flat[v] = raw[u];
-    }
-  }
-  T* flat_items = reinterpret_cast<T*>(flat);
-#pragma unroll 1
-  for (unsigned x = whole * vec + threadIdx.x; x < count; x += threads)
-    flat_items[x] = run[x];
-}
-
-template <class T>
-__device__ void store_run(const uint4* flat, T* run, unsigned count) {
-  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
-  const unsigned whole = count / vec;
-  for (unsigned v = threadIdx.x; v < whole; v += threads)
-    reinterpret_cast<uint4*>(run)[v] = flat[v];
-  const T* flat_items = reinterpret_cast<const T*>(flat);
-#pragma unroll 1
-  for (unsigned x = whole * vec + threadIdx.x; x < count; x += threads)
-    run[x] = flat_items[x];
-}
-
-// Vector i of the k pieces of a span: pieces are cut into groups of 8 vectors (128 bytes),
-// and consecutive i run through a group, then through the piece's next groups. A warp thus
-// takes 32 consecutive vectors of one piece; their elements x * k + p in `flat` share
-// banks four ways for odd k and 4-byte elements (measured 90-96% of copy regardless).
-struct piece_vector {
-  unsigned piece;  // p
-  unsigned first;  // x of its first element
-};
-
-template <class T>
-__device__ piece_vector piece_vector_of(unsigned i, unsigned span) {
-  constexpr unsigned group = 8 * transpose_tile<T>::vec;
-  const unsigned groups_per_piece = span / group;
-  return {i / 8 / groups_per_piece, (i / 8 % groups_per_piece) * group + i % 8 * (group / 8)};
-}
-
-// Pieces [0, k) of `count` elements at pieces + p * stride into `flat`: read a 16-byte
-// vector at a time, the elements past a piece's last whole vector one by one; written to
-// `flat` element by element.
-template <class T>
-__device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
-                            unsigned span, T* flat) {
-  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
-  constexpr int unroll = skinny_shape::unroll;
-  const unsigned vectors = k * (span / vec);
-  for (unsigned base = threadIdx.x; base < vectors; base += threads * unroll) {
-    uint4 raw[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const unsigned i = base + u * threads;
-      const piece_vector v = piece_vector_of<T>(i, span);
-      if (i < vectors && v.first + vec <= count) {
-        raw[u] = *reinterpret_cast<const uint4*>(pieces + v.piece * stride + v.first);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const unsigned i = base + u * threads;
-      const piece_vector v = piece_vector_of<T>(i, span);
-      if (i >= vectors || v.first >= count) continue;
-      if (v.first + vec <= count) {
-        T items[vec];
-        unpack_chunk(raw[u], items);
-#pragma unroll
-        for (int e = 0; e < vec; ++e)
-          flat[(v.first + e) * k + v.piece] = items[e];
-      } else {
-#pragma unroll 1
-        for (unsigned x = v.first; x < count; ++x)
-          flat[x * k + v.piece] = pieces[v.piece * stride + x];
-      }
-    }
-  }
-}
-
-// `flat` out to pieces [0, k) of `count` elements at pieces + p * stride.
-template <class T>
-__device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
-                             unsigned count, unsigned span) {
-  constexpr int vec = transpose_tile<T>::vec;
-  const unsigned vectors = k * (span / vec);
-  for (unsigned i = threadIdx.x; i < vectors; i += skinny_shape::threads) {
-    const piece_vector v = piece_vector_of<T>(i, span);
-    T* to = pieces + v.piece * stride + v.first;
-    if (v.first + vec <= count) {
-      T items[vec];
-#pragma unroll
-      for (int e = 0; e < vec; ++e)
-        items[e] = flat[(v.first + e) * k + v.piece];
-      uint4 raw;
-      std::memcpy(&raw, items, 16);
-      *reinterpret_cast<uint4*>(to) = raw;
-    } else {
-#pragma unroll 1
-      for (unsigned x = v.first; x < count; ++x)
-        to[x - v.first] = flat[x * k + v.piece];
-    }
   }
 }
 

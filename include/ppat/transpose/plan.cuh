@@ -1,0 +1,191 @@
+// The host side of the transposes: the layout of a set of planes, and a permute reduced to
+// the fewest axes and then to a copy, planes, or a gather of whole rows. Nothing here
+// launches or touches device memory, so CI tests it without a GPU.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "../core/vector_io.cuh"
+
+namespace ppat::detail {
+
+constexpr int max_permute_rank = 8;
+
+// out(i, a, b) = in(i, b, a) over `batch_rank` batch axes; offsets in elements.
+struct plane_layout {
+  std::size_t rows;            // b: rows of `in`, the contiguous axis of `out`
+  std::size_t cols;            // a: the contiguous axis of `in`, rows of `out`
+  std::size_t in_row_stride;   // between consecutive b in `in`
+  std::size_t out_row_stride;  // between consecutive a in `out`
+  int batch_rank;
+  std::size_t batch_extent[max_permute_rank];
+  std::size_t batch_in_stride[max_permute_rank];
+  std::size_t batch_out_stride[max_permute_rank];
+};
+
+// One rows x cols matrix, row r of `in` at r * ld_in, row c of `out` at c * ld_out.
+inline plane_layout matrix_layout(std::size_t rows, std::size_t cols, std::size_t ld_in,
+                                  std::size_t ld_out) {
+  plane_layout layout{};
+  layout.rows = rows;
+  layout.cols = cols;
+  layout.in_row_stride = ld_in;
+  layout.out_row_stride = ld_out;
+  return layout;
+}
+
+// Adds the offsets of plane number `plane` (over the batch axes, the last one fastest).
+__host__ __device__ inline void add_plane_offsets(std::size_t plane, const plane_layout& layout,
+                                                  std::size_t& in_offset, std::size_t& out_offset) {
+  for (int d = layout.batch_rank - 1; d >= 0; --d) {
+    const std::size_t index = plane % layout.batch_extent[d];
+    plane /= layout.batch_extent[d];
+    in_offset += index * layout.batch_in_stride[d];
+    out_offset += index * layout.batch_out_stride[d];
+  }
+}
+
+// Work item w of `per_plane` in each plane: its plane, and its number within the plane.
+__host__ __device__ inline void split_plane(std::size_t w, unsigned per_plane, int batch_rank,
+                                            std::size_t& plane, unsigned& in_plane) {
+  plane = batch_rank > 0 ? w / per_plane : 0;
+  in_plane = unsigned(w - plane * per_plane);
+}
+
+// True when every plane of `data` starts on a 16-byte boundary.
+template <class T>
+bool planes_aligned(const T* data, const std::size_t* batch_strides, int batch_rank) {
+  bool aligned = aligned_to(data, 16);
+  for (int d = 0; d < batch_rank; ++d)
+    aligned = aligned && batch_strides[d] * sizeof(T) % 16 == 0;
+  return aligned;
+}
+
+// True when every row of every plane of `data` starts on a 16-byte boundary.
+template <class T>
+bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batch_strides,
+                  int batch_rank) {
+  return row_stride * sizeof(T) % 16 == 0 && planes_aligned(data, batch_strides, batch_rank);
+}
+
+// Blocks for `work` items of a grid-stride kernel: one each, up to the launch limit.
+inline unsigned blocks_for(std::size_t work) {
+  return unsigned(std::min<std::size_t>(work, 0x7FFFFFFF));
+}
+
+// The permutation with axes of extent one dropped and runs of input axes that stay
+// adjacent and in order merged into one: the same data movement with the fewest axes.
+struct merged_permutation {
+  std::vector<std::size_t> shape;  // of the input
+  std::vector<int> axes;           // out.shape[i] = shape[axes[i]]
+};
+
+inline merged_permutation merge_axes(const std::vector<std::size_t>& shape,
+                                     const std::vector<int>& axes) {
+  // Output order, skipping extent-one axes.
+  std::vector<int> order;
+  for (int axis : axes) {
+    if (shape[axis] != 1) order.push_back(axis);
+  }
+  // Groups of input axes that follow each other in the output too.
+  std::vector<std::vector<int>> groups;
+  for (int axis : order) {
+    if (!groups.empty() && groups.back().back() + 1 == axis) {
+      groups.back().push_back(axis);
+    } else {
+      // Axes between the previous one and this one that were dropped keep them adjacent.
+      bool adjacent = !groups.empty() && groups.back().back() < axis;
+      for (int skipped = groups.empty() ? 0 : groups.back().back() + 1; adjacent && skipped < axis;
+           ++skipped)
+        adjacent = shape[skipped] == 1;
+      if (adjacent) {
+        groups.back().push_back(axis);
+      } else {
+        groups.push_back({axis});
+      }
+    }
+  }
+  // Number the groups by their input position.
+  std::vector<int> by_input(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    by_input[g] = int(g);
+  std::sort(by_input.begin(), by_input.end(),
+            [&](int x, int y) { return groups[x].front() < groups[y].front(); });
+  merged_permutation merged;
+  merged.shape.resize(groups.size());
+  merged.axes.resize(groups.size());
+  for (std::size_t position = 0; position < by_input.size(); ++position) {
+    const auto& group = groups[by_input[position]];
+    std::size_t extent = 1;
+    for (int axis : group)
+      extent *= shape[axis];
+    merged.shape[position] = extent;
+    merged.axes[by_input[position]] = int(position);
+  }
+  return merged;
+}
+
+// A permute as the device carries it out. Copy: `count` elements in order. Planes: the
+// transpose of `layout`. Rows: the input's contiguous axis stays last, so whole rows of
+// `row_length` elements move; `layout` holds the other axes in output order, with their
+// input strides in elements.
+struct permute_plan {
+  enum class kind { copy, planes, rows };
+  kind how = kind::copy;
+  std::size_t count = 0;
+  plane_layout layout{};
+  std::size_t row_length = 0;
+};
+
+inline permute_plan plan_permute(const std::vector<std::size_t>& shape,
+                                 const std::vector<int>& axes) {
+  const merged_permutation merged = merge_axes(shape, axes);
+  const int rank = int(merged.shape.size());
+  permute_plan plan;
+  plan.count = 1;
+  for (std::size_t extent : merged.shape)
+    plan.count *= extent;
+  bool identity = true;
+  for (int i = 0; i < rank; ++i)
+    identity = identity && merged.axes[i] == i;
+  if (identity) return plan;
+  // Row-major strides of the input, and of the output for each input axis.
+  std::vector<std::size_t> in_stride(rank), out_stride(rank);
+  for (int d = rank - 1; d >= 0; --d)
+    in_stride[d] = d == rank - 1 ? 1 : in_stride[d + 1] * merged.shape[d + 1];
+  std::size_t running = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    out_stride[merged.axes[i]] = running;
+    running *= merged.shape[merged.axes[i]];
+  }
+  const int contiguous_in = rank - 1;                // the input's contiguous axis
+  const int contiguous_out = merged.axes[rank - 1];  // the input axis contiguous in `out`
+  plane_layout& layout = plan.layout;
+  if (contiguous_out != contiguous_in) {
+    plan.how = permute_plan::kind::planes;
+    layout.cols = merged.shape[contiguous_in];
+    layout.rows = merged.shape[contiguous_out];
+    layout.in_row_stride = in_stride[contiguous_out];
+    layout.out_row_stride = out_stride[contiguous_in];
+    for (int d = 0; d < rank; ++d) {
+      if (d == contiguous_in || d == contiguous_out) continue;
+      layout.batch_extent[layout.batch_rank] = merged.shape[d];
+      layout.batch_in_stride[layout.batch_rank] = in_stride[d];
+      layout.batch_out_stride[layout.batch_rank] = out_stride[d];
+      ++layout.batch_rank;
+    }
+    return plan;
+  }
+  plan.how = permute_plan::kind::rows;
+  plan.row_length = merged.shape[contiguous_in];
+  for (int i = 0; i < rank - 1; ++i) {
+    layout.batch_extent[layout.batch_rank] = merged.shape[merged.axes[i]];
+    layout.batch_in_stride[layout.batch_rank] = in_stride[merged.axes[i]];
+    ++layout.batch_rank;
+  }
+  return plan;
+}
+
+}  // namespace ppat::detail

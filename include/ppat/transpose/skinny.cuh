@@ -1,0 +1,244 @@
+// The skinny transposes: a plane whose short side k is under a tile and contiguous
+// (33 x 2^20, say) would waste most of each tile, so a block moves a span of the long side,
+// all k of it: one side is a single contiguous run, the other k row pieces, both read and
+// written as 16-byte vectors.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "../core/arguments.cuh"
+#include "../core/device.cuh"
+#include "../core/error.cuh"
+#include "../core/launch.cuh"
+#include "plan.cuh"
+#include "tile_staging.cuh"
+
+namespace ppat::detail {
+
+// The skinny kernel: a block moves a span of the long side, about `span_bytes` of data,
+// loading 16-byte vectors `unroll` at a time per thread. It takes short sides of under 128
+// elements and at most 512 bytes, so that a span of 128-byte row pieces fits 24 KB.
+struct skinny_shape {
+  static constexpr int threads = 256;
+  static constexpr int unroll = 4;
+  static constexpr std::size_t span_bytes = 24 * 1024;
+  static constexpr std::size_t max_short = 127, max_short_bytes = 512;
+};
+
+template <class T, bool FlatIn>
+__global__ void transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
+                                        unsigned plane_spans, std::size_t spans);
+template <class T>
+__device__ void load_run(const T* run, unsigned count, uint4* flat);
+template <class T>
+__device__ void store_run(const uint4* flat, T* run, unsigned count);
+template <class T>
+__device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
+                            unsigned span, T* flat);
+template <class T>
+__device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
+                             unsigned count, unsigned span);
+
+// Planes with a short side k (skinny_shape's limits), contiguous where it is flat, and
+// 16-byte aligned rows on the long side go to the skinny kernel (returns true). Tiles
+// would leave most of their rows empty, or cut into a second tile for a few. Short sides
+// of whole 16-byte chunks stay with the tiles: they would put the skinny kernel's
+// gathers from shared memory all on one bank.
+template <class T>
+bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const call_context& call) {
+  using tile = transpose_tile<T>;
+  const auto skinny = [](std::size_t k, std::size_t n, std::size_t flat_stride) {
+    return k <= skinny_shape::max_short && k * sizeof(T) <= skinny_shape::max_short_bytes &&
+           k * sizeof(T) % 16 != 0 && n >= std::size_t(tile::side) && flat_stride == k;
+  };
+  const bool flat_in = skinny(layout.cols, layout.rows, layout.in_row_stride);
+  const bool flat_out = !flat_in && skinny(layout.rows, layout.cols, layout.out_row_stride);
+  if (!(flat_in || flat_out) || !planes_aligned(in, layout.batch_in_stride, layout.batch_rank) ||
+      !planes_aligned(out, layout.batch_out_stride, layout.batch_rank) ||
+      (flat_in ? layout.out_row_stride : layout.in_row_stride) * sizeof(T) % 16 != 0) {
+    return false;
+  }
+  const std::size_t k = flat_in ? layout.cols : layout.rows;
+  const std::size_t n = flat_in ? layout.rows : layout.cols;
+  // A span is whole groups of 8 vectors of the long side: 128-byte pieces of its rows, and
+  // a flat run that starts on a 16-byte boundary.
+  constexpr std::size_t group = 8 * transpose_tile<T>::vec;
+  const std::size_t span =
+      std::max(group, skinny_shape::span_bytes / (k * sizeof(T)) / group * group);
+  const std::size_t plane_spans = ceil_div(n, span);
+  require(plane_spans <= 0xFFFFFFFF, call.function(), "rows, cols", "make more than 2^32 spans");
+  std::size_t spans = plane_spans;
+  for (int d = 0; d < layout.batch_rank; ++d)
+    spans *= layout.batch_extent[d];
+  const std::size_t shared_bytes = span * k * sizeof(T);
+  const auto launch = [&](auto kernel) {
+    kernel<<<blocks_for(spans), skinny_shape::threads, shared_bytes, call.stream()>>>(
+        in, out, layout, unsigned(span), unsigned(plane_spans), spans);
+  };
+  if (flat_in) {
+    launch(transpose_skinny_kernel<T, true>);
+  } else {
+    launch(transpose_skinny_kernel<T, false>);
+  }
+  check_launch(call.function(), "transpose_skinny_kernel");
+  return true;
+}
+
+// A span of the long side with all k of the short side. With FlatIn, rows [x0, x0 + count)
+// of an n x k `in` (one contiguous run) become pieces of the k rows of `out`; without, the
+// pieces of the k rows of `in` become one contiguous run of `out`. Shared memory holds the
+// span as the flat side does: long index x (from x0), short index p at x * k + p.
+template <class T, bool FlatIn>
+__global__ void __launch_bounds__(skinny_shape::threads)
+    transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
+                            unsigned plane_spans, std::size_t spans) {
+  extern __shared__ uint4 flat[];
+  const unsigned k = unsigned(FlatIn ? layout.cols : layout.rows);
+  const std::size_t n = FlatIn ? layout.rows : layout.cols;
+  const std::size_t piece_stride = FlatIn ? layout.out_row_stride : layout.in_row_stride;
+  for (std::size_t s = blockIdx.x; s < spans; s += gridDim.x) {
+    std::size_t plane, in_offset = 0, out_offset = 0;
+    unsigned in_plane;
+    split_plane(s, plane_spans, layout.batch_rank, plane, in_plane);
+    add_plane_offsets(plane, layout, in_offset, out_offset);
+    const std::size_t x0 = std::size_t(in_plane) * span;
+    const unsigned count = unsigned(min(std::size_t(span), n - x0));
+    if constexpr (FlatIn) {
+      load_run(in + in_offset + x0 * k, count * k, flat);
+      __syncthreads();
+      store_pieces(reinterpret_cast<const T*>(flat), out + out_offset + x0, piece_stride, k, count,
+                   span);
+    } else {
+      load_pieces(in + in_offset + x0, piece_stride, k, count, span, reinterpret_cast<T*>(flat));
+      __syncthreads();
+      store_run(flat, out + out_offset + x0 * k, count * k);
+    }
+    if (s + gridDim.x < spans) __syncthreads();  // the next span reuses `flat`
+  }
+}
+
+// ---- Skinny spans: one contiguous run, and k row pieces ----
+
+// The run of `count` elements at `run` (16-byte aligned) into `flat`, `unroll` vectors of
+// each thread in flight at a time.
+template <class T>
+__device__ void load_run(const T* run, unsigned count, uint4* flat) {
+  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
+  constexpr int unroll = skinny_shape::unroll;
+  const unsigned whole = count / vec;  // the rest, under a vector, element by element
+  for (unsigned base = threadIdx.x; base < whole; base += threads * unroll) {
+    uint4 raw[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned v = base + u * threads;
+      if (v < whole) raw[u] = reinterpret_cast<const uint4*>(run)[v];
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned v = base + u * threads;
+      if (v < whole) flat[v] = raw[u];
+    }
+  }
+  T* flat_items = reinterpret_cast<T*>(flat);
+#pragma unroll 1
+  for (unsigned x = whole * vec + threadIdx.x; x < count; x += threads)
+    flat_items[x] = run[x];
+}
+
+template <class T>
+__device__ void store_run(const uint4* flat, T* run, unsigned count) {
+  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
+  const unsigned whole = count / vec;
+  for (unsigned v = threadIdx.x; v < whole; v += threads)
+    reinterpret_cast<uint4*>(run)[v] = flat[v];
+  const T* flat_items = reinterpret_cast<const T*>(flat);
+#pragma unroll 1
+  for (unsigned x = whole * vec + threadIdx.x; x < count; x += threads)
+    run[x] = flat_items[x];
+}
+
+// Vector i of the k pieces of a span: pieces are cut into groups of 8 vectors (128 bytes),
+// and consecutive i run through a group, then through the piece's next groups. A warp thus
+// takes 32 consecutive vectors of one piece; their elements x * k + p in `flat` share
+// banks four ways for odd k and 4-byte elements (measured 90-96% of copy regardless).
+struct piece_vector {
+  unsigned piece;  // p
+  unsigned first;  // x of its first element
+};
+
+template <class T>
+__device__ piece_vector piece_vector_of(unsigned i, unsigned span) {
+  constexpr unsigned group = 8 * transpose_tile<T>::vec;
+  const unsigned groups_per_piece = span / group;
+  return {i / 8 / groups_per_piece, (i / 8 % groups_per_piece) * group + i % 8 * (group / 8)};
+}
+
+// Pieces [0, k) of `count` elements at pieces + p * stride into `flat`: read a 16-byte
+// vector at a time, the elements past a piece's last whole vector one by one; written to
+// `flat` element by element.
+template <class T>
+__device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, unsigned count,
+                            unsigned span, T* flat) {
+  constexpr int vec = transpose_tile<T>::vec, threads = skinny_shape::threads;
+  constexpr int unroll = skinny_shape::unroll;
+  const unsigned vectors = k * (span / vec);
+  for (unsigned base = threadIdx.x; base < vectors; base += threads * unroll) {
+    uint4 raw[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned i = base + u * threads;
+      const piece_vector v = piece_vector_of<T>(i, span);
+      if (i < vectors && v.first + vec <= count) {
+        raw[u] = *reinterpret_cast<const uint4*>(pieces + v.piece * stride + v.first);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned i = base + u * threads;
+      const piece_vector v = piece_vector_of<T>(i, span);
+      if (i >= vectors || v.first >= count) continue;
+      if (v.first + vec <= count) {
+        T items[vec];
+        unpack_chunk(raw[u], items);
+#pragma unroll
+        for (int e = 0; e < vec; ++e)
+          flat[(v.first + e) * k + v.piece] = items[e];
+      } else {
+#pragma unroll 1
+        for (unsigned x = v.first; x < count; ++x)
+          flat[x * k + v.piece] = pieces[v.piece * stride + x];
+      }
+    }
+  }
+}
+
+// `flat` out to pieces [0, k) of `count` elements at pieces + p * stride.
+template <class T>
+__device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
+                             unsigned count, unsigned span) {
+  constexpr int vec = transpose_tile<T>::vec;
+  const unsigned vectors = k * (span / vec);
+  for (unsigned i = threadIdx.x; i < vectors; i += skinny_shape::threads) {
+    const piece_vector v = piece_vector_of<T>(i, span);
+    T* to = pieces + v.piece * stride + v.first;
+    if (v.first + vec <= count) {
+      T items[vec];
+#pragma unroll
+      for (int e = 0; e < vec; ++e)
+        items[e] = flat[(v.first + e) * k + v.piece];
+      uint4 raw;
+      std::memcpy(&raw, items, 16);
+      *reinterpret_cast<uint4*>(to) = raw;
+    } else {
+#pragma unroll 1
+      for (unsigned x = v.first; x < count; ++x)
+        to[x - v.first] = flat[x * k + v.piece];
+    }
+  }
+}
+
+}  // namespace ppat::detail
