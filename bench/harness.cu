@@ -80,6 +80,11 @@ std::string size_text(std::size_t n) {
   return "2^" + std::to_string(log2);
 }
 
+// "ppat::call" times the call on the case's input; "ppat::call, note" on a variation of it.
+bool times_public_call(const std::string& variant_name) {
+  return variant_name.rfind("ppat::", 0) == 0 && variant_name.find(',') == std::string::npos;
+}
+
 }  // namespace
 
 template <class T>
@@ -106,12 +111,15 @@ template void fill_random_bits(std::uint8_t*, std::size_t, std::uint64_t);
 template void fill_random_bits(std::uint16_t*, std::size_t, std::uint64_t);
 template void fill_random_bits(std::uint32_t*, std::size_t, std::uint64_t);
 template void fill_random_bits(std::uint64_t*, std::size_t, std::uint64_t);
+template void fill_random_bits(std::int32_t*, std::size_t, std::uint64_t);
+template void fill_random_bits(std::int64_t*, std::size_t, std::uint64_t);
 template void fill_uniform(std::uint8_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::uint16_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::int16_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::int32_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::uint32_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(std::int64_t*, std::size_t, double, double, std::uint64_t);
+template void fill_uniform(std::uint64_t*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(float*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform(double*, std::size_t, double, double, std::uint64_t);
 template void fill_uniform_runs(std::uint8_t*, std::size_t, std::size_t, double, double,
@@ -154,6 +162,12 @@ std::size_t count_differences(const void* a, const void* b, std::size_t bytes) {
   return std::size_t(host);
 }
 
+struct session::loss {
+  std::string pattern, label, size, variant, peer;
+  double vs_peer;
+  double pct_copy;
+};
+
 struct session::row {
   std::string variant;
   double time_us;
@@ -187,14 +201,28 @@ bool session::wants_pattern(const std::string& pattern) const {
 }
 
 bool session::wants_type(const std::string& type, const std::vector<std::string>& defaults) const {
+  if (opts_.types.empty() && opts_.sweep) return true;
   const auto& wanted = opts_.types.empty() ? defaults : opts_.types;
   return std::find(wanted.begin(), wanted.end(), type) != wanted.end();
 }
 
-std::vector<int> session::log2_sizes(const std::vector<int>& full,
-                                     const std::vector<int>& quick) const {
-  if (!opts_.log2_sizes.empty()) return opts_.log2_sizes;
-  return opts_.quick ? quick : full;
+std::vector<std::size_t> session::sizes(const std::vector<int>& full,
+                                        const std::vector<int>& quick) const {
+  std::vector<int> log2s = opts_.log2_sizes;
+  if (log2s.empty()) {
+    if (opts_.sweep) {
+      for (int k = 10; k <= 30; k += 2)
+        log2s.push_back(k);
+    } else {
+      log2s = opts_.quick ? quick : full;
+    }
+  }
+  std::vector<std::size_t> counts;
+  for (int k : log2s) {
+    counts.push_back(std::size_t{1} << k);
+    if (opts_.sweep && k >= 2) counts.push_back((std::size_t{3} << (k - 2)) + 1);
+  }
+  return counts;
 }
 
 int session::rotation_sets(double bytes_per_set) const {
@@ -218,11 +246,13 @@ double session::median_us(const std::function<void(int set)>& run, int sets) {
     return double(ms) * 1000;
   };
   const double estimate = timed(0);
-  const double budget_us = opts_.quick ? 20e3 : 150e3;
+  // A sweep times thousands of cells: less time on each, still a median of ten or more
+  // where a call takes under 5 ms.
+  const double budget_us = opts_.quick ? 20e3 : opts_.sweep ? 50e3 : 150e3;
   // Fast calls get many runs; calls of tens of milliseconds (a skewed histogram on global
   // atomics) at least five.
   const double min_reps = estimate > 20e3 ? 5 : 10;
-  const double max_reps = opts_.quick ? 30 : 200;
+  const double max_reps = opts_.quick ? 30 : opts_.sweep ? 100 : 200;
   const int reps = int(std::clamp(budget_us / std::max(estimate, 1.0), min_reps, max_reps));
   std::vector<double> times;
   for (int rep = 0; rep < reps; ++rep)
@@ -246,6 +276,7 @@ void session::run(const bench_case& c) {
   }
   double baseline_us = NAN;
   for (const variant& v : c.variants) {
+    if (opts_.sweep && !times_public_call(v.name) && v.name != c.baseline) continue;
     const double us = median_us(v.run, c.sets) / v.calls;
     if (v.name == c.baseline) baseline_us = us;
     std::string verdict = "-";
@@ -258,13 +289,25 @@ void session::run(const bench_case& c) {
     const double gbps = c.bytes > 0 ? c.bytes / us / 1e3 : NAN;
     rows.push_back({v.name, us, gbps, 100.0 * gbps / copy_gbps, NAN, verdict});
   }
+  const std::string peer = c.baseline.empty() ? std::string("copy") : c.baseline;
+  const double peer_us = c.baseline.empty() ? (c.copy ? rows.front().time_us : NAN) : baseline_us;
   for (row& r : rows) {
     if (r.variant.rfind("copy", 0) != 0) r.vs_baseline = baseline_us / r.time_us;
   }
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
   print(c, rows);
+  if (opts_.sweep) {
+    for (const row& r : rows) {
+      const double vs_peer = peer_us / r.time_us;
+      if (times_public_call(r.variant) && vs_peer < 1.0) {
+        losses_.push_back({c.pattern, c.label, c.shape.empty() ? size_text(c.n) : c.shape,
+                           r.variant, peer, vs_peer, r.pct_copy});
+      }
+    }
+  }
 
   for (const row& r : rows) {
+    const double vs_peer = r.variant.rfind("copy", 0) == 0 ? NAN : peer_us / r.time_us;
     const auto number = [](double x) {
       std::ostringstream text;
       if (std::isnan(x))
@@ -276,16 +319,18 @@ void session::run(const bench_case& c) {
     std::ostringstream json;
     json << "{\"pattern\": \"" << c.pattern << "\", \"case\": \"" << c.label << "\", \"type\": \""
          << c.type << "\", \"n\": " << c.n << ", \"shape\": \"" << c.shape << "\", \"variant\": \""
-         << r.variant << "\", \"baseline\": \"" << c.baseline
-         << "\", \"bytes\": " << number(c.bytes) << ", \"time_us\": " << number(r.time_us)
-         << ", \"gbps\": " << number(r.gbps) << ", \"pct_copy\": " << number(r.pct_copy)
+         << r.variant << "\", \"baseline\": \"" << c.baseline << "\", \"peer\": \"" << peer
+         << "\", \"vs_peer\": " << number(vs_peer) << ", \"bytes\": " << number(c.bytes)
+         << ", \"time_us\": " << number(r.time_us) << ", \"gbps\": " << number(r.gbps)
+         << ", \"pct_copy\": " << number(r.pct_copy)
          << ", \"vs_baseline\": " << number(r.vs_baseline) << ", \"check\": \"" << r.check << "\"}";
     json_rows_.push_back(json.str());
+    // Labels and variant names hold commas: quoted.
     std::ostringstream csv;
-    csv << c.pattern << ',' << c.label << ',' << c.type << ',' << c.n << ',' << c.shape << ','
-        << r.variant << ',' << c.baseline << ',' << number(c.bytes) << ',' << number(r.time_us)
-        << ',' << number(r.gbps) << ',' << number(r.pct_copy) << ',' << number(r.vs_baseline) << ','
-        << r.check;
+    csv << c.pattern << ",\"" << c.label << "\"," << c.type << ',' << c.n << ',' << c.shape << ",\""
+        << r.variant << "\",\"" << c.baseline << "\"," << peer << ',' << number(vs_peer) << ','
+        << number(c.bytes) << ',' << number(r.time_us) << ',' << number(r.gbps) << ','
+        << number(r.pct_copy) << ',' << number(r.vs_baseline) << ',' << r.check;
     csv_rows_.push_back(csv.str());
   }
 }
@@ -319,7 +364,8 @@ bool session::finish() {
     std::ofstream out(opts_.json_path);
     out << "{\n  \"device\": {\"name\": \"" << device_.name
         << "\", \"sm_count\": " << device_.sm_count << ", \"l2_bytes\": " << device_.l2_bytes
-        << ", \"memory_bytes\": " << device_.memory_bytes << "},\n  \"results\": [\n";
+        << ", \"memory_bytes\": " << device_.memory_bytes
+        << "},\n  \"sweep\": " << (opts_.sweep ? "true" : "false") << ",\n  \"results\": [\n";
     for (std::size_t i = 0; i < json_rows_.size(); ++i) {
       out << "    " << json_rows_[i] << (i + 1 < json_rows_.size() ? ",\n" : "\n");
     }
@@ -328,14 +374,36 @@ bool session::finish() {
   }
   if (!opts_.csv_path.empty()) {
     std::ofstream out(opts_.csv_path);
-    out << "pattern,case,type,n,shape,variant,baseline,bytes,time_us,gbps,pct_copy,vs_baseline,"
-           "check\n";
+    out << "pattern,case,type,n,shape,variant,baseline,peer,vs_peer,bytes,time_us,gbps,pct_copy,"
+           "vs_baseline,check\n";
     for (const auto& line : csv_rows_)
       out << line << '\n';
     if (!out) throw std::runtime_error("could not write " + opts_.csv_path);
   }
+  if (opts_.sweep) print_losses();
   if (!all_checks_passed_) std::printf("\nSOME VARIANTS PRODUCED WRONG OUTPUT (check column)\n");
   return all_checks_passed_;
+}
+
+// Worst first within each pattern; a cell whose only peer is the copy can rarely reach it,
+// so those come after the cells with a library peer.
+void session::print_losses() const {
+  std::vector<loss> sorted = losses_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const loss& a, const loss& b) {
+    const bool a_copy = a.peer == "copy", b_copy = b.peer == "copy";
+    if (a_copy != b_copy) return b_copy;
+    if (a.pattern != b.pattern) return a.pattern < b.pattern;
+    return a.vs_peer < b.vs_peer;
+  });
+  std::printf("\nsweep: %zu cells below 1.00x their peer\n", sorted.size());
+  for (const loss& l : sorted) {
+    char pct[16] = "-";
+    if (!std::isnan(l.pct_copy)) std::snprintf(pct, sizeof pct, "%.1f%%", l.pct_copy);
+    std::printf("  %5.2fx  %-9s %-44s %-16s %-24s vs %s, %s of copy\n", l.vs_peer,
+                l.pattern.c_str(), l.label.c_str(), l.size.c_str(), l.variant.c_str(),
+                l.peer.c_str(), pct);
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace ppat_bench

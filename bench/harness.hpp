@@ -20,6 +20,9 @@ struct options {
   std::vector<int> log2_sizes;        // empty: each pattern's default
   std::vector<std::string> types;     // empty: each pattern's default
   bool quick = false;
+  // Only the public calls beside their peers, over every type and sizes 2^10-2^30 with an
+  // odd size beside each power of two; every cell below 1.00x is listed at the end.
+  bool sweep = false;
   std::string json_path;
   std::string csv_path;
 };
@@ -83,6 +86,8 @@ void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::u
 // Number of positions where the two arrays differ bitwise.
 std::size_t count_differences(const void* a, const void* b, std::size_t bytes);
 
+// A variant named "ppat::call" times that public call on the case's input ("ppat::call,
+// note": on a variation of it); a sweep runs the former and the baseline only.
 struct variant {
   std::string name;
   std::function<void(int set)> run;
@@ -105,7 +110,7 @@ struct bench_case {
   // ceiling this case is compared with. Empty where it does not apply.
   std::function<void(int set)> copy;
   double copy_bytes = 0;
-  std::string baseline;  // the variant the others are compared with
+  std::string baseline;  // the variant the others are compared with; none: the copy is the peer
   std::vector<variant> variants;
 };
 
@@ -119,7 +124,11 @@ class session {
   cudaStream_t stream() const { return stream_; }  // every case runs on it
   bool wants_pattern(const std::string& pattern) const;
   bool wants_type(const std::string& type, const std::vector<std::string>& defaults) const;
-  std::vector<int> log2_sizes(const std::vector<int>& full, const std::vector<int>& quick) const;
+  // The item counts to run: `--sizes` if given, else the pattern's `full` or `quick` list
+  // (log2), or in a sweep 2^10, 2^12, ..., 2^30; a sweep adds an odd count (3/4 of each
+  // power of two, plus one) after each power.
+  std::vector<std::size_t> sizes(const std::vector<int>& full, const std::vector<int>& quick) const;
+  bool sweep() const { return opts_.sweep; }
 
   // How many buffer sets of `bytes_per_set` keep each run's data out of L2 (bounded so the
   // rotation never takes more than a fraction of device memory).
@@ -131,12 +140,14 @@ class session {
   // Times every variant of the case, prints its table, and records it for JSON/CSV.
   void run(const bench_case& c);
 
-  // Writes JSON/CSV if asked; returns false when any check failed.
+  // Writes JSON/CSV if asked, lists a sweep's losses; returns false when any check failed.
   bool finish();
 
  private:
   struct row;
+  struct loss;
   void print(const bench_case& c, const std::vector<row>& rows) const;
+  void print_losses() const;
 
   options opts_;
   device_facts device_;
@@ -145,6 +156,7 @@ class session {
   cudaEvent_t stop_ = nullptr;
   std::vector<std::string> json_rows_;
   std::vector<std::string> csv_rows_;
+  std::vector<loss> losses_;
   bool all_checks_passed_ = true;
 };
 

@@ -24,9 +24,8 @@ struct histogram_spec {
 };
 
 template <class Sample, class Level>
-void histogram_case(session& s, int log2_n, const histogram_spec& spec) {
+void histogram_case(session& s, std::size_t n, const histogram_spec& spec) {
   using counter = std::uint32_t;
-  const std::size_t n = std::size_t{1} << log2_n;
   const cudaStream_t stream = s.stream();
   const std::string type = type_name<Sample>();
   const Level lower = Level(spec.lower), upper = Level(spec.upper);
@@ -96,10 +95,9 @@ void histogram_case(session& s, int log2_n, const histogram_spec& spec) {
 }
 
 // RGBA u8 pixels, the first three channels counted into 256 bins each.
-void rgba_case(session& s, int log2_n) {
+void rgba_case(session& s, std::size_t pixels) {
   using counter = std::uint32_t;
   constexpr int channels = 4, active = 3, bins = 256;
-  const std::size_t pixels = std::size_t{1} << log2_n;
   const std::size_t bytes = pixels * channels;
   const cudaStream_t stream = s.stream();
   const int sets = s.rotation_sets(double(bytes));
@@ -164,8 +162,7 @@ void rgba_case(session& s, int log2_n) {
 }
 
 // f32 samples with f32 weights into 256 double bins: bytes are samples and weights read.
-void weighted_case(session& s, int log2_n) {
-  const std::size_t n = std::size_t{1} << log2_n;
+void weighted_case(session& s, std::size_t n) {
   const cudaStream_t stream = s.stream();
   const int sets = s.rotation_sets(double(n) * 2 * sizeof(float));
   std::vector<device_array<float>> samples(sets), weights(sets);
@@ -215,23 +212,23 @@ void bench_histogram(session& s) {
   const histogram_spec i32_2_pow_20{1 << 20, 0, 1 << 20, 0, (1 << 20) - 1, "uniform"};
   const histogram_spec f32_256{256, 0, 1, 0, 1, "uniform"};
   const histogram_spec u16_65536{65536, 0, 65536, 0, 65535, "uniform"};
-  for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {20, 24, 28})) {
+  for (std::size_t n : s.sizes({16, 18, 20, 22, 24, 26, 28, 30}, {20, 24, 28})) {
     if (s.wants_type("u8", all_types)) {
-      histogram_case<std::uint8_t, int>(s, log2_n, u8_256);
-      rgba_case(s, log2_n - 2);  // the same bytes as the u8 case
+      histogram_case<std::uint8_t, int>(s, n, u8_256);
+      rgba_case(s, n / 4);  // the same bytes as the u8 case
     }
     if (s.wants_type("u16", all_types) && !s.opts().quick) {
-      histogram_case<std::uint16_t, int>(s, log2_n, u16_65536);
+      histogram_case<std::uint16_t, int>(s, n, u16_65536);
     }
     if (s.wants_type("i32", all_types)) {
-      histogram_case<std::int32_t, int>(s, log2_n, i32_1024);
-      histogram_case<std::int32_t, int>(s, log2_n, i32_1024_one_bin);
-      histogram_case<std::int32_t, int>(s, log2_n, i32_65536);
-      if (!s.opts().quick) histogram_case<std::int32_t, int>(s, log2_n, i32_2_pow_20);
+      histogram_case<std::int32_t, int>(s, n, i32_1024);
+      histogram_case<std::int32_t, int>(s, n, i32_1024_one_bin);
+      histogram_case<std::int32_t, int>(s, n, i32_65536);
+      if (!s.opts().quick) histogram_case<std::int32_t, int>(s, n, i32_2_pow_20);
     }
     if (s.wants_type("f32", all_types)) {
-      histogram_case<float, float>(s, log2_n, f32_256);
-      weighted_case(s, log2_n);
+      histogram_case<float, float>(s, n, f32_256);
+      weighted_case(s, n);
     }
   }
 }

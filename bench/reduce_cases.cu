@@ -12,8 +12,7 @@ namespace ppat_bench {
 namespace {
 
 template <class T>
-void reduce_case(session& s, int log2_n) {
-  const std::size_t n = std::size_t{1} << log2_n;
+void reduce_case(session& s, std::size_t n) {
   const cudaStream_t stream = s.stream();
   const std::string type = type_name<T>();
   const int sets = s.rotation_sets(double(n) * sizeof(T));
@@ -104,11 +103,16 @@ void bench_reduce(session& s) {
   const std::vector<std::string> default_types =
       s.opts().quick ? std::vector<std::string>{"i32"}
                      : std::vector<std::string>{"i32", "f32", "i64", "f64"};
-  for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
-    if (s.wants_type("i32", default_types)) reduce_case<std::int32_t>(s, log2_n);
-    if (s.wants_type("f32", default_types)) reduce_case<float>(s, log2_n);
-    if (s.wants_type("i64", default_types)) reduce_case<std::int64_t>(s, log2_n);
-    if (s.wants_type("f64", default_types)) reduce_case<double>(s, log2_n);
+  for (std::size_t n : s.sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
+    if (s.wants_type("i32", default_types)) reduce_case<std::int32_t>(s, n);
+    if (s.wants_type("f32", default_types)) reduce_case<float>(s, n);
+    if (s.wants_type("i64", default_types)) reduce_case<std::int64_t>(s, n);
+    if (s.wants_type("f64", default_types)) reduce_case<double>(s, n);
+    if (s.wants_type("u32", default_types)) reduce_case<std::uint32_t>(s, n);
+    if (s.wants_type("u64", default_types)) reduce_case<std::uint64_t>(s, n);
+    if (s.wants_type("u8", default_types)) reduce_case<std::uint8_t>(s, n);
+    if (s.wants_type("u16", default_types)) reduce_case<std::uint16_t>(s, n);
+    if (s.wants_type("i16", default_types)) reduce_case<std::int16_t>(s, n);
   }
 }
 

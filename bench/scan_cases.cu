@@ -12,8 +12,7 @@ namespace ppat_bench {
 namespace {
 
 template <class T>
-void scan_case(session& s, int log2_n, bool exclusive) {
-  const std::size_t n = std::size_t{1} << log2_n;
+void scan_case(session& s, std::size_t n, bool exclusive) {
   const cudaStream_t stream = s.stream();
   const std::string type = type_name<T>();
   const int sets = s.rotation_sets(2.0 * n * sizeof(T));
@@ -118,10 +117,9 @@ void scan_case(session& s, int log2_n, bool exclusive) {
 }
 
 // i32 keys in runs of 1000, f32 values: 12 bytes an item.
-void scan_by_key_case(session& s, int log2_n, bool exclusive) {
+void scan_by_key_case(session& s, std::size_t n, bool exclusive) {
   using K = std::int32_t;
   using T = float;
-  const std::size_t n = std::size_t{1} << log2_n;
   const cudaStream_t stream = s.stream();
   const int sets = s.rotation_sets(double(n) * (sizeof(K) + 2 * sizeof(T)));
   std::vector<device_array<K>> keys(sets);
@@ -188,15 +186,18 @@ void bench_scan(session& s) {
       s.opts().quick ? std::vector<std::string>{"i32"}
                      : std::vector<std::string>{"i32", "f32", "i64", "f64", "u8", "i16"};
   for (bool exclusive : {false, true}) {
-    for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
-      if (s.wants_type("i32", default_types)) scan_case<std::int32_t>(s, log2_n, exclusive);
-      if (s.wants_type("f32", default_types)) scan_case<float>(s, log2_n, exclusive);
-      if (s.wants_type("i64", default_types)) scan_case<std::int64_t>(s, log2_n, exclusive);
-      if (s.wants_type("f64", default_types)) scan_case<double>(s, log2_n, exclusive);
-      if (s.wants_type("u8", default_types)) scan_case<std::uint8_t>(s, log2_n, exclusive);
-      if (s.wants_type("i16", default_types)) scan_case<std::int16_t>(s, log2_n, exclusive);
+    for (std::size_t n : s.sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
+      if (s.wants_type("i32", default_types)) scan_case<std::int32_t>(s, n, exclusive);
+      if (s.wants_type("f32", default_types)) scan_case<float>(s, n, exclusive);
+      if (s.wants_type("i64", default_types)) scan_case<std::int64_t>(s, n, exclusive);
+      if (s.wants_type("f64", default_types)) scan_case<double>(s, n, exclusive);
+      if (s.wants_type("u8", default_types)) scan_case<std::uint8_t>(s, n, exclusive);
+      if (s.wants_type("i16", default_types)) scan_case<std::int16_t>(s, n, exclusive);
+      if (s.wants_type("u32", default_types)) scan_case<std::uint32_t>(s, n, exclusive);
+      if (s.wants_type("u64", default_types)) scan_case<std::uint64_t>(s, n, exclusive);
+      if (s.wants_type("u16", default_types)) scan_case<std::uint16_t>(s, n, exclusive);
       // i32 keys, f32 values.
-      if (s.wants_type("i32", default_types)) scan_by_key_case(s, log2_n, exclusive);
+      if (s.wants_type("i32", default_types)) scan_by_key_case(s, n, exclusive);
     }
   }
 }

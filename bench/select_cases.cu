@@ -128,8 +128,7 @@ void run_select_case(session& s, select_case_spec spec, int sets) {
 // in runs of 4, flags[k] (half set), outputs out[k] and out2[k]; CUB writes set 0's outputs
 // to its own buffers.
 template <class T>
-void select_cases(session& s, int log2_n) {
-  const std::size_t n = std::size_t{1} << log2_n;
+void select_cases(session& s, std::size_t n) {
   const cudaStream_t stream = s.stream();
   const std::string type = type_name<T>();
   const int sets = s.rotation_sets(4.0 * n * sizeof(T));
@@ -308,10 +307,11 @@ void bench_select(session& s) {
   const std::vector<std::string> default_types = s.opts().quick
                                                      ? std::vector<std::string>{"i32"}
                                                      : std::vector<std::string>{"i32", "u8", "i64"};
-  for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
-    if (s.wants_type("i32", default_types)) select_cases<std::int32_t>(s, log2_n);
-    if (s.wants_type("u8", default_types)) select_cases<std::uint8_t>(s, log2_n);
-    if (s.wants_type("i64", default_types)) select_cases<std::int64_t>(s, log2_n);
+  for (std::size_t n : s.sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
+    if (s.wants_type("i32", default_types)) select_cases<std::int32_t>(s, n);
+    if (s.wants_type("u8", default_types)) select_cases<std::uint8_t>(s, n);
+    if (s.wants_type("i64", default_types)) select_cases<std::int64_t>(s, n);
+    if (s.wants_type("u16", default_types)) select_cases<std::uint16_t>(s, n);
   }
 }
 

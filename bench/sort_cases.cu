@@ -56,10 +56,9 @@ struct sort_spec {
 // Keys of type K (with values of type V unless V is void) on rotating sets; CUB sorts set 0
 // into buffers of its own, and ppat's set 0 output is compared with it bitwise.
 template <class K, class V>
-void sort_case(session& s, int log2_n, const sort_spec& spec) {
+void sort_case(session& s, std::size_t n, const sort_spec& spec) {
   constexpr bool pairs = !std::is_void_v<V>;
   using value = std::conditional_t<pairs, V, char>;
-  const std::size_t n = std::size_t{1} << log2_n;
   const cudaStream_t stream = s.stream();
   const int end_bit = spec.end_bit == 0 ? int(8 * sizeof(K)) : spec.end_bit;
   const double bytes_per_key = 2.0 * (sizeof(K) + (pairs ? sizeof(value) : 0));
@@ -173,22 +172,24 @@ void bench_sort(session& s) {
   const std::vector<std::string> default_types =
       s.opts().quick ? std::vector<std::string>{"u32"}
                      : std::vector<std::string>{"u32", "f32", "u64", "f64", "u8", "u16"};
-  for (int log2_n : s.log2_sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
+  for (std::size_t n : s.sizes({16, 18, 20, 22, 24, 26, 28, 30}, {16, 20, 24, 28})) {
     // The textbook rungs make 32 and 8 passes of three kernels: up to 2^24 keys.
     if (s.wants_type("u32", default_types)) {
-      sort_case<std::uint32_t, void>(s, log2_n, {0, 0, false, log2_n <= 24});
-      sort_case<std::uint32_t, void>(s, log2_n, {0, 0, true, false});
-      sort_case<std::uint32_t, void>(s, log2_n, {0, 16, false, false});
-      sort_case<std::uint32_t, std::uint32_t>(s, log2_n, {});
+      sort_case<std::uint32_t, void>(s, n, {0, 0, false, n <= (std::size_t{1} << 24)});
+      sort_case<std::uint32_t, void>(s, n, {0, 0, true, false});
+      sort_case<std::uint32_t, void>(s, n, {0, 16, false, false});
+      sort_case<std::uint32_t, std::uint32_t>(s, n, {});
     }
-    if (s.wants_type("f32", default_types)) sort_case<float, void>(s, log2_n, {});
+    if (s.wants_type("f32", default_types)) sort_case<float, void>(s, n, {});
     if (s.wants_type("u64", default_types)) {
-      sort_case<std::uint64_t, void>(s, log2_n, {});
-      sort_case<std::uint64_t, std::uint32_t>(s, log2_n, {});
+      sort_case<std::uint64_t, void>(s, n, {});
+      sort_case<std::uint64_t, std::uint32_t>(s, n, {});
     }
-    if (s.wants_type("f64", default_types)) sort_case<double, void>(s, log2_n, {});
-    if (s.wants_type("u8", default_types)) sort_case<std::uint8_t, void>(s, log2_n, {});
-    if (s.wants_type("u16", default_types)) sort_case<std::uint16_t, void>(s, log2_n, {});
+    if (s.wants_type("f64", default_types)) sort_case<double, void>(s, n, {});
+    if (s.wants_type("u8", default_types)) sort_case<std::uint8_t, void>(s, n, {});
+    if (s.wants_type("u16", default_types)) sort_case<std::uint16_t, void>(s, n, {});
+    if (s.wants_type("i32", default_types)) sort_case<std::int32_t, void>(s, n, {});
+    if (s.wants_type("i64", default_types)) sort_case<std::int64_t, void>(s, n, {});
   }
 }
 

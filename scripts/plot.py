@@ -4,6 +4,9 @@
 Scan and histogram: throughput (GB/s of bytes that must move) against item count, one
 panel per case, one line per variant, the device copy of the same bytes dashed.
 Transpose: one panel per element type, one group of bars per shape.
+A sweep (`ppat bench --sweep --json`): one heatmap per pattern, a row per case, a column
+per size (transpose: per shape), each cell the speedup of the ppat call over its peer
+(peer time / ppat time), red below 1.00x and green above.
 
     python3 scripts/plot.py bench.json --out docs/img
 """
@@ -11,6 +14,7 @@ import argparse
 import json
 import math
 import os
+import re
 from collections import OrderedDict, defaultdict
 
 import matplotlib
@@ -74,6 +78,56 @@ def bar_panel(ax, rows, title, colors):
     ax.legend(fontsize=6)
 
 
+def size_label(n):
+    if n & (n - 1) == 0:
+        return f"2^{n.bit_length() - 1}"
+    return str(n)
+
+
+def heatmap(rows, pattern, device, path):
+    """One cell per (case, size or shape): the public call's speedup over its peer."""
+    cells = [r for r in rows if r["variant"].startswith("ppat::") and r["vs_peer"] is not None]
+    if not cells:
+        return False
+    # Select's labels carry the share kept, which moves a little with the size.
+    case_of = lambda r: re.sub(r" \([0-9.]+% kept\)", "", r["case"]) + (
+        "" if r["peer"] != "copy" else "  [vs copy]")
+    if pattern == "transpose":
+        column_of = lambda r: r["shape"]
+        columns = list(OrderedDict.fromkeys(column_of(r) for r in cells))
+    else:
+        column_of = lambda r: r["n"]
+        columns = sorted(set(column_of(r) for r in cells))
+    cases = list(OrderedDict.fromkeys(case_of(r) for r in cells))
+    grid = [[math.nan] * len(columns) for _ in cases]
+    for r in cells:
+        grid[cases.index(case_of(r))][columns.index(column_of(r))] = r["vs_peer"]
+    width = max(6.0, 0.55 * len(columns) + 4)
+    height = max(2.5, 0.28 * len(cases) + 1.8)
+    fig, ax = plt.subplots(figsize=(width, height))
+    # Log colour scale centred on 1.00x: half and twice the peer's speed are equally far.
+    norm = matplotlib.colors.LogNorm(vmin=0.25, vmax=4)
+    image = ax.imshow(grid, cmap="RdYlGn", norm=norm, aspect="auto")
+    for i, line in enumerate(grid):
+        for j, value in enumerate(line):
+            if not math.isnan(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=5,
+                        color="black" if 0.5 < value < 2 else "white")
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels([c if isinstance(c, str) else size_label(c) for c in columns],
+                       rotation=60, ha="right", fontsize=6)
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels(cases, fontsize=6)
+    fig.colorbar(image, ax=ax, label="speedup: peer time / ppat time")
+    losses = sum(1 for r in cells if r["vs_peer"] < 1)
+    ax.set_title(f"ppat bench --sweep on {device}: {pattern} ({losses} of {len(cells)} cells "
+                 f"below 1.00x)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return True
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", help="output of ppat bench --json")
@@ -84,6 +138,12 @@ def main():
     device = report["device"]["name"]
     os.makedirs(args.out, exist_ok=True)
     rows = [r for r in report["results"] if r["pattern"] != "overhead"]
+    if report.get("sweep"):
+        for pattern, pattern_rows in group(rows, lambda r: r["pattern"]).items():
+            path = os.path.join(args.out, f"sweep-{pattern}.png")
+            if heatmap(pattern_rows, pattern, device, path):
+                print(path)
+        return
     for pattern, pattern_rows in group(rows, lambda r: r["pattern"]).items():
         by_panel = group(pattern_rows, lambda r: r["case"])
         # One colour per variant across the panels; the baselines take the first.

@@ -33,6 +33,10 @@ bench options:
   --json FILE          write every row as JSON (scripts/plot.py draws it)
   --csv FILE           write every row as CSV
   --quick              fewer sizes, types and runs: well under a minute
+  --sweep              every public call beside its peer (CUB, cuBLAS, or the copy where
+                       there is none) over every type it takes, 2^10-2^30 items with an odd
+                       count beside each power of two, and transpose/permute shapes; lists
+                       every cell below 1.00x at the end (with --sizes: those powers)
 
 GB/s counts the bytes a call must move (inputs read once, outputs written once).
 % copy compares with cudaMemcpyAsync device-to-device of the same bytes, timed in the
@@ -99,6 +103,8 @@ ppat_bench::options parse_bench_options(const std::vector<std::string>& args) {
     };
     if (arg == "--quick") {
       opts.quick = true;
+    } else if (arg == "--sweep") {
+      opts.sweep = true;
     } else if (arg == "--pattern") {
       opts.patterns = split(value(), ',');
       for (const auto& p : opts.patterns) {
@@ -123,6 +129,7 @@ ppat_bench::options parse_bench_options(const std::vector<std::string>& args) {
       throw usage_error("unknown option '" + arg + "'");
     }
   }
+  if (opts.quick && opts.sweep) throw usage_error("--quick and --sweep do not go together");
   return opts;
 }
 
@@ -199,7 +206,10 @@ int bench(const std::vector<std::string>& args) {
   ppat_bench::session session(parse_bench_options(args), query_device());
   const auto& device = session.device();
   std::printf("ppat bench on %s (%d SMs, %.0f MB L2)%s\n", device.name.c_str(), device.sm_count,
-              device.l2_bytes / 1e6, session.opts().quick ? ", quick" : "");
+              device.l2_bytes / 1e6,
+              session.opts().quick   ? ", quick"
+              : session.opts().sweep ? ", sweep"
+                                     : "");
   std::printf(
       "GB/s: bytes that must move (inputs read once, outputs written once). %% copy: "
       "against a D2D copy of\nthe same bytes in this run. vs X: X's time / this time "
