@@ -210,24 +210,40 @@ class pass_buffers {
   temporary_buffer<value_or_char<V>> values_between_;
 };
 
-// A tile: 256 threads ranking `items` keys each (a power of two), and their values, staged
-// in shared memory (up to 32 KB of them); three or four tiles an SM, as many as the
-// registers allow without spilling.
 template <class K, class V>
-struct onesweep_shape {
-  static constexpr int threads = 256;
+constexpr int pair_bytes = int(sizeof(K)) +
+                           int(sizeof(value_or_char<V>)) * (std::is_same_v<V, no_values> ? 0 : 1);
+
+// A tile: `Threads` threads ranking `items` keys each (a power of two), and their values,
+// staged in shared memory (up to 32 KB of them); as many tiles an SM as the registers allow
+// without spilling (64 registers for 4-byte pairs, 80 for larger).
+template <class K, class V, int Threads>
+struct tile_shape {
+  static constexpr int threads = Threads;
   static constexpr int warps = threads / 32;
-  static constexpr int pair_bytes =
-      int(sizeof(K)) + int(sizeof(value_or_char<V>)) * (std::is_same_v<V, no_values> ? 0 : 1);
   static constexpr int items = [] {
     int most = 16;
-    while (most > 1 && most * threads * pair_bytes > 32 * 1024)
+    while (most > 1 && most * threads * pair_bytes < K, V >> 32 * 1024)
       most /= 2;
     return most;
   }();
   static constexpr int tile_items = threads * items;
-  static constexpr int min_blocks_per_sm = pair_bytes <= 4 ? 4 : 3;
+  static constexpr int min_blocks_per_sm = (pair_bytes<K, V> <= 4 ? 1024 : 768) / threads;
 };
+
+// Large inputs: 512-thread tiles of 4-byte pairs (u32 keys, 2^28: 5.92 ms against 6.43 ms
+// with 256 threads; the look-back and the digit-start loads are paid per tile, and a tile
+// of 8192 keys pays them for twice as many), 256 threads for larger pairs (512 measured no
+// faster for u32/u32 pairs, and 8-byte pairs would hold 8 keys a thread).
+template <class K, class V>
+using onesweep_shape = tile_shape<K, V, pair_bytes<K, V> <= 4 ? 512 : 256>;
+
+// Small inputs, sorted in one launch: 256-thread tiles below `one_launch_large_tiles_from`
+// items, which gives more blocks (SMs) a tile (u32 keys, 2^16: 44.0 us against 49.9 us with
+// 512-thread tiles); the large-input shape above it (2^20: 58.7 us against 66.0 us).
+template <class K, class V>
+using one_launch_small_shape = tile_shape<K, V, 256>;
+constexpr std::size_t one_launch_large_tiles_from = std::size_t{1} << 18;
 
 // A published digit count: status in the top 2 bits, the count in the rest. 0: nothing yet.
 constexpr unsigned count_aggregate = 1u << 30;
@@ -268,6 +284,8 @@ template <class Shape, class K, class V>
 __global__ void onesweep_kernel(onesweep_pass<K, V> pass);
 template <class Shape, class K, class V>
 struct tile_storage;
+template <class Shape, class K, class V>
+constexpr std::size_t tile_shared_allowance();
 template <class K>
 void counting_sort(const K* keys_in, K* keys_out, std::size_t n, order ord,
                    const call_context& call);
@@ -300,7 +318,16 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   }
 
   using shape = onesweep_shape<K, V>;
+  using small_shape = one_launch_small_shape<K, V>;
   static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
+  if constexpr (!std::is_same_v<shape, small_shape>) {
+    if (n < one_launch_large_tiles_from &&
+        ceil_div(n, small_shape::tile_items) <= resident_tiles<small_shape, K, V>(call)) {
+      one_launch_sort<small_shape>(keys_in, keys_out, values_in, values_out, n, passes, ord,
+                                   end_bit, call);
+      return;
+    }
+  }
   if (ceil_div(n, shape::tile_items) <= resident_tiles<shape, K, V>(call)) {
     one_launch_sort<shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit, call);
     return;
@@ -335,6 +362,8 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   check_launch(function, "digit_counts_kernel");
 
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  allow_dynamic_shared_bytes(onesweep_kernel<shape, K, V>, tile_shared_allowance<shape, K, V>(),
+                             call);
   for (int pass = 0; pass < passes.count; ++pass) {
     unsigned long long* const starts = scratch.starts + std::size_t(pass) * 2 * radix;
     std::size_t portion = 0;
@@ -357,7 +386,8 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
           scratch.published,
           starts + (portion % 2) * radix,
           first + count < n ? starts + ((portion + 1) % 2) * radix : nullptr};
-      onesweep_kernel<shape><<<tiles, shape::threads, 0, call.stream()>>>(launch);
+      onesweep_kernel<shape>
+          <<<tiles, shape::threads, sizeof(tile_storage<shape, K, V>), call.stream()>>>(launch);
       check_launch(function, "onesweep_kernel");
     }
   }
@@ -467,6 +497,22 @@ struct tile_storage {
   };
 };
 
+// The tile's storage, in dynamic shared memory: it can exceed the 48 KB a kernel may declare
+// statically.
+template <class Shape, class K, class V>
+__device__ tile_storage<Shape, K, V>& shared_tile_storage() {
+  extern __shared__ __align__(16) unsigned char tile_bytes[];
+  return *reinterpret_cast<tile_storage<Shape, K, V>*>(tile_bytes);
+}
+
+// What the tile kernels are allowed of dynamic shared memory: the tile's storage, and room
+// for the few static bytes they declare besides (under 4 KB), which count toward the 48 KB a
+// launch may take without asking.
+template <class Shape, class K, class V>
+constexpr std::size_t tile_shared_allowance() {
+  return sizeof(tile_storage<Shape, K, V>) + 4096;
+}
+
 // Zeroes the warps' digit counters and lane masks; a barrier must follow before sort_tile.
 template <class Shape, class K, class V>
 __device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
@@ -480,7 +526,7 @@ template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     onesweep_kernel(onesweep_pass<K, V> pass) {
   __shared__ unsigned tile_slot;
-  __shared__ tile_storage<Shape, K, V> storage;
+  auto& storage = shared_tile_storage<Shape, K, V>();
   if (threadIdx.x == 0) {
     const unsigned tile = atomicAdd(pass.tile_counter, 1u);
     if (tile == pass.tiles - 1) atomicExch(pass.tile_counter, 0u);
@@ -808,8 +854,11 @@ std::size_t resident_tiles(const call_context& call) {
   if (call.device() >= most_devices) return 0;
   int blocks = per_sm[call.device()].load(std::memory_order_relaxed);
   if (blocks == 0) {
+    allow_dynamic_shared_bytes(one_launch_sort_kernel<Shape, K, V>,
+                               tile_shared_allowance<Shape, K, V>(), call);
     call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &blocks, one_launch_sort_kernel<Shape, K, V>, Shape::threads, 0),
+                   &blocks, one_launch_sort_kernel<Shape, K, V>, Shape::threads,
+                   sizeof(tile_storage<Shape, K, V>)),
                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     per_sm[call.device()].store(blocks, std::memory_order_relaxed);
   }
@@ -843,17 +892,17 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
   void* arguments[] = {&sort};
   call.check(cudaLaunchCooperativeKernel(
                  reinterpret_cast<const void*>(&one_launch_sort_kernel<Shape, K, V>), dim3(tiles),
-                 dim3(Shape::threads), arguments, 0, call.stream()),
+                 dim3(Shape::threads), arguments, sizeof(tile_storage<Shape, K, V>), call.stream()),
              "cudaLaunchCooperativeKernel");
   buffers.release();
   scratch.release();
 }
 
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, 2)
+__global__ void __launch_bounds__(Shape::threads, 512 / Shape::threads)
     one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
   constexpr int most_passes = one_launch_sort_args<K, V>::most_passes;
-  __shared__ tile_storage<Shape, K, V> storage;
+  auto& storage = shared_tile_storage<Shape, K, V>();
   __shared__ unsigned long long digit_starts[radix];
   // Until the first tile is ranked, the warps' digit counters hold the tile's counts.
   static_assert(Shape::warps >= most_passes, "every pass's counts fit the warps' counters");
