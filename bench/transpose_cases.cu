@@ -71,6 +71,10 @@ void transpose_case(session& s, std::size_t rows, std::size_t cols, std::size_t 
   const cudaStream_t stream = s.stream();
   const std::string type = type_name<T>();
   const int sets = s.rotation_sets(double(in_count + out_count) * sizeof(T));
+  // The memsets go to the legacy stream, which the case's stream does not wait for: the
+  // fills' device synchronization orders them before the calls.
+  device_array<T> expected(out_count);
+  check(cudaMemset(expected.data(), 0, expected.bytes()), "cudaMemset");
   std::vector<device_array<T>> in(sets), out(sets);
   for (int k = 0; k < sets; ++k) {
     in[k] = device_array<T>(in_count);
@@ -78,8 +82,6 @@ void transpose_case(session& s, std::size_t rows, std::size_t cols, std::size_t 
     check(cudaMemset(out[k].data(), 0, out[k].bytes()), "cudaMemset");
     fill_finite(in[k].data(), in_count, 3000 + k);
   }
-  device_array<T> expected(out_count);
-  check(cudaMemset(expected.data(), 0, expected.bytes()), "cudaMemset");
 
   bench_case c;
   c.pattern = "transpose";
