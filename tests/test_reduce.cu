@@ -34,11 +34,13 @@ void check_reduce(const std::vector<T>& in, T init, Op op) {
   EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside a buffer";
 }
 
-// Tiles of 8192 i32 items (32768 for the one 1024-thread block that takes inputs up to
-// 131072 items), primes, and the sizes around them.
-const std::size_t sizes[] = {0,      1,       2,       31,      32,      33,     8191,
-                             8192,   8193,    32767,   32769,   131071,  131072, 131073,
-                             147457, 1000003, 1048579, 4194304, 16777259};
+// Tiles of 8192 i32 items (4096 for the one 256-thread block that takes inputs up to
+// 16384 items, 32768 for the one 1024-thread block that takes them up to 131072), primes,
+// and the sizes around them.
+const std::size_t sizes[] = {0,       1,       2,       31,      32,     33,     4095,
+                             4096,    4097,    8191,    8192,    8193,   16383,  16384,
+                             16385,   32767,   32769,   131071,  131072, 131073, 147457,
+                             1000003, 1048579, 4194304, 16777259};
 
 TEST(reduce, i32_plus_at_every_boundary) {
   PPAT_REQUIRE_GPU();
