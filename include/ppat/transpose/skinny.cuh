@@ -1,7 +1,8 @@
 // The skinny transposes: a plane whose short side k is under a tile and contiguous
 // (33 x 2^20, say) would waste most of each tile, so a block moves a span of the long side,
-// all k of it: one side is a single contiguous run, the other k row pieces, both read and
-// written as 16-byte vectors.
+// all k of it: one side is a single contiguous run, read or written as 16-byte vectors, the
+// other k row pieces, as 16-byte vectors too where the rows start on 16-byte boundaries and
+// element by element, lanes along a piece, where they do not (3 x 22369621, say).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,7 +30,7 @@ struct skinny_shape {
   static constexpr std::size_t max_short = 127, max_short_bytes = 512;
 };
 
-template <class T, bool FlatIn>
+template <class T, bool FlatIn, bool AlignedPieces>
 __global__ void transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
                                         unsigned plane_spans, std::size_t spans);
 template <class T>
@@ -42,12 +43,18 @@ __device__ void load_pieces(const T* pieces, std::size_t stride, unsigned k, uns
 template <class T>
 __device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsigned k,
                              unsigned count, unsigned span);
+template <class T>
+__device__ void load_piece_items(const T* pieces, std::size_t stride, unsigned k, unsigned count,
+                                 unsigned span, T* flat);
+template <class T>
+__device__ void store_piece_items(const T* flat, T* pieces, std::size_t stride, unsigned k,
+                                  unsigned count, unsigned span);
 
-// Planes with a short side k (skinny_shape's limits), contiguous where it is flat, and
-// 16-byte aligned rows on the long side go to the skinny kernel (returns true). Tiles
-// would leave most of their rows empty, or cut into a second tile for a few. Short sides
-// of whole 16-byte chunks stay with the tiles: they would put the skinny kernel's
-// gathers from shared memory all on one bank.
+// Planes with a short side k (skinny_shape's limits), contiguous and 16-byte aligned where
+// it is flat, go to the skinny kernel (returns true). Tiles would leave most of their rows
+// empty, or cut into a second tile for a few. Short sides of whole 16-byte chunks stay
+// with the tiles: they would put the skinny kernel's gathers from shared memory all on one
+// bank.
 template <class T>
 bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const call_context& call) {
   using tile = transpose_tile<T>;
@@ -57,11 +64,14 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const cal
   };
   const bool flat_in = skinny(layout.cols, layout.rows, layout.in_row_stride);
   const bool flat_out = !flat_in && skinny(layout.rows, layout.cols, layout.out_row_stride);
-  if (!(flat_in || flat_out) || !planes_aligned(in, layout.batch_in_stride, layout.batch_rank) ||
-      !planes_aligned(out, layout.batch_out_stride, layout.batch_rank) ||
-      (flat_in ? layout.out_row_stride : layout.in_row_stride) * sizeof(T) % 16 != 0) {
-    return false;
-  }
+  if (!(flat_in || flat_out)) return false;
+  const bool flat_aligned = flat_in
+                                ? planes_aligned(in, layout.batch_in_stride, layout.batch_rank)
+                                : planes_aligned(out, layout.batch_out_stride, layout.batch_rank);
+  if (!flat_aligned) return false;
+  const bool pieces_aligned =
+      flat_in ? rows_aligned(out, layout.out_row_stride, layout.batch_out_stride, layout.batch_rank)
+              : rows_aligned(in, layout.in_row_stride, layout.batch_in_stride, layout.batch_rank);
   const std::size_t k = flat_in ? layout.cols : layout.rows;
   const std::size_t n = flat_in ? layout.rows : layout.cols;
   // A span is whole groups of 8 vectors of the long side: 128-byte pieces of its rows, and
@@ -79,10 +89,14 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const cal
     kernel<<<blocks_for(spans), skinny_shape::threads, shared_bytes, call.stream()>>>(
         in, out, layout, unsigned(span), unsigned(plane_spans), spans);
   };
-  if (flat_in) {
-    launch(transpose_skinny_kernel<T, true>);
+  if (flat_in && pieces_aligned) {
+    launch(transpose_skinny_kernel<T, true, true>);
+  } else if (flat_in) {
+    launch(transpose_skinny_kernel<T, true, false>);
+  } else if (pieces_aligned) {
+    launch(transpose_skinny_kernel<T, false, true>);
   } else {
-    launch(transpose_skinny_kernel<T, false>);
+    launch(transpose_skinny_kernel<T, false, false>);
   }
   check_launch(call.function(), "transpose_skinny_kernel");
   return true;
@@ -92,7 +106,7 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const cal
 // of an n x k `in` (one contiguous run) become pieces of the k rows of `out`; without, the
 // pieces of the k rows of `in` become one contiguous run of `out`. Shared memory holds the
 // span as the flat side does: long index x (from x0), short index p at x * k + p.
-template <class T, bool FlatIn>
+template <class T, bool FlatIn, bool AlignedPieces>
 __global__ void __launch_bounds__(skinny_shape::threads)
     transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
                             unsigned plane_spans, std::size_t spans) {
@@ -110,10 +124,20 @@ __global__ void __launch_bounds__(skinny_shape::threads)
     if constexpr (FlatIn) {
       load_run(in + in_offset + x0 * k, count * k, flat);
       __syncthreads();
-      store_pieces(reinterpret_cast<const T*>(flat), out + out_offset + x0, piece_stride, k, count,
-                   span);
+      if constexpr (AlignedPieces) {
+        store_pieces(reinterpret_cast<const T*>(flat), out + out_offset + x0, piece_stride, k,
+                     count, span);
+      } else {
+        store_piece_items(reinterpret_cast<const T*>(flat), out + out_offset + x0, piece_stride, k,
+                          count, span);
+      }
     } else {
-      load_pieces(in + in_offset + x0, piece_stride, k, count, span, reinterpret_cast<T*>(flat));
+      if constexpr (AlignedPieces) {
+        load_pieces(in + in_offset + x0, piece_stride, k, count, span, reinterpret_cast<T*>(flat));
+      } else {
+        load_piece_items(in + in_offset + x0, piece_stride, k, count, span,
+                         reinterpret_cast<T*>(flat));
+      }
       __syncthreads();
       store_run(flat, out + out_offset + x0 * k, count * k);
     }
@@ -238,6 +262,42 @@ __device__ void store_pieces(const T* flat, T* pieces, std::size_t stride, unsig
       for (unsigned x = v.first; x < count; ++x)
         to[x - v.first] = flat[x * k + v.piece];
     }
+  }
+}
+
+// Pieces whose rows are off 16-byte boundaries, element by element: element j of the span
+// is element x = j % span of piece j / span, so that lanes read along a piece (coalesced),
+// `piece_unroll` elements of each thread in flight.
+template <class T>
+constexpr int piece_unroll = sizeof(T) >= 8 ? 8 : 16;
+
+template <class T>
+__device__ void load_piece_items(const T* pieces, std::size_t stride, unsigned k, unsigned count,
+                                 unsigned span, T* flat) {
+  constexpr int threads = skinny_shape::threads, unroll = piece_unroll<T>;
+  const unsigned total = k * span;
+  for (unsigned base = threadIdx.x; base < total; base += threads * unroll) {
+    T items[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned j = base + u * threads, p = j / span, x = j - p * span;
+      if (j < total && x < count) items[u] = pieces[p * stride + x];
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned j = base + u * threads, p = j / span, x = j - p * span;
+      if (j < total && x < count) flat[x * k + p] = items[u];
+    }
+  }
+}
+
+template <class T>
+__device__ void store_piece_items(const T* flat, T* pieces, std::size_t stride, unsigned k,
+                                  unsigned count, unsigned span) {
+  const unsigned total = k * span;
+  for (unsigned j = threadIdx.x; j < total; j += skinny_shape::threads) {
+    const unsigned p = j / span, x = j - p * span;
+    if (x < count) pieces[p * stride + x] = flat[x * k + p];
   }
 }
 
