@@ -262,20 +262,21 @@ const char* name(ppat::order ord) {
 }
 
 // Around the tiles of every key size (4096 keys; 2048 and 1024 for pairs of large values),
-// primes, sizes the one-launch sort takes (up to a few hundred tiles) and one it leaves to
-// the onesweep kernels.
+// which one block sorts in shared memory, primes, sizes the one-launch sort takes (up to a
+// few hundred tiles) and one it leaves to the onesweep kernels.
 constexpr std::size_t small_sizes[] = {1, 2, 3, 31, 1023, 1025, 2047, 2049, 4095, 4096, 4097, 8193};
 constexpr std::size_t large_sizes[] = {65537, 999983, (std::size_t{1} << 20) + 3,
                                        (std::size_t{1} << 21) + 5};
 
 // Under the sanitizers (PPAT_TEST_MAX_ITEMS set), whose kernels run ten to a hundred times
-// slower, a few cases stand for the rest: a tile and a key, several tiles in one launch,
-// and (pairs with 16-byte values) more tiles than the GPU holds at once; two spreads.
+// slower, a few cases stand for the rest: one tile sorted in shared memory, a tile and a
+// key, several tiles in one launch, and (pairs with 16-byte values) more tiles than the GPU
+// holds at once; two spreads.
 bool instrumented() {
   return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr;
 }
 bool sampled_out(std::size_t n, spread s) {
-  return instrumented() && ((n != 4097 && n != 65537 && n != 299993) ||
+  return instrumented() && ((n != 4095 && n != 4097 && n != 65537 && n != 299993) ||
                             (s != spread::uniform_bits && s != spread::few_distinct));
 }
 

@@ -301,6 +301,25 @@ __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
 template <class Shape, bool FromL2, bool Full, class K, class V>
 __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
                              tile_storage<Shape, K, V>& storage);
+template <class Shape, bool Full, class K, class V>
+__device__ __forceinline__ void rank_in_warps(const K (&keys)[Shape::items], unsigned valid,
+                                              const radix_digit<K>& digit,
+                                              tile_storage<Shape, K, V>& storage,
+                                              unsigned (&ranks)[Shape::items]);
+template <class Shape, class K, class V>
+__device__ __forceinline__ unsigned tile_digit_count(tile_storage<Shape, K, V>& storage,
+                                                     unsigned valid, unsigned last_digit);
+template <class Shape, class K, class V>
+__device__ __forceinline__ unsigned add_tile_starts(tile_storage<Shape, K, V>& storage,
+                                                    unsigned tile_count);
+template <class Shape, class K, class V>
+__device__ __forceinline__ void stage_in_digit_order(const K (&keys)[Shape::items],
+                                                     const value_or_char<V> (&values)[Shape::items],
+                                                     const unsigned (&ranks)[Shape::items],
+                                                     tile_storage<Shape, K, V>& storage);
+template <class Shape, class K, class V>
+void one_tile_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                   radix_passes passes, order ord, int end_bit, const call_context& call);
 
 template <class K, class V>
 void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
@@ -320,6 +339,11 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   using shape = onesweep_shape<K, V>;
   using small_shape = one_launch_small_shape<K, V>;
   static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
+  if (n <= small_shape::tile_items) {
+    one_tile_sort<small_shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
+                               call);
+    return;
+  }
   if constexpr (!std::is_same_v<shape, small_shape>) {
     if (n < one_launch_large_tiles_from &&
         ceil_div(n, small_shape::tile_items) <= resident_tiles<small_shape, K, V>(call)) {
@@ -557,13 +581,11 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
                              tile_storage<Shape, K, V>& storage) {
   constexpr int threads = Shape::threads;
   constexpr int items = Shape::items;
-  constexpr int warps = Shape::warps;
   constexpr int tile_items = Shape::tile_items;
   constexpr bool has_values = !std::is_same_v<V, no_values>;
   using value = value_or_char<V>;
   static_assert(threads >= radix, "a thread a digit");
   static_assert(tile_items <= 65536, "a rank and its digit share a register");
-  auto& warp_digit_counts = storage.warp_digit_counts;
   auto& staged_keys = storage.staged.keys;
   auto& staged_values = storage.staged.values;
   const std::size_t tile_first = std::size_t(tile) * tile_items;
@@ -590,61 +612,20 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
       }
     }
   }
-  // Each key's rank among the warp's keys of its digit, counted in the warp's own counters,
-  // and the digit above it (ranks stay below 2^16): one register a key holds both.
   unsigned ranks[items];
-  unsigned* const counts = warp_digit_counts[warp];
-#pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const unsigned digit = Full || warp_first + unsigned(i * 32 + lane) < valid
-                               ? pass.digit(keys[i])
-                               : pass.digit.mask;
-    // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
-    // all have, and clears it before the set comes round again (two items on). Shared
-    // memory atomics take fewer issue slots than eight ballots, which the integer pipe
-    // bounds. The lanes read the warp's count of the digit together and the lowest one
-    // moves it on: the next item reads it only after the next __syncwarp.
-    unsigned* const masks = storage.lanes_of_digit[i % 2][warp];
-    atomicOr(&masks[digit], 1u << lane);
-    __syncwarp();
-    const unsigned peers = masks[digit];
-    const unsigned before = counts[digit];
-    __syncwarp();
-    masks[digit] = 0;
-    const unsigned below = unsigned(__popc(int(peers & ((1u << lane) - 1u))));
-    if (below == 0) counts[digit] = before + unsigned(__popc(int(peers)));  // the lowest lane
-    ranks[i] = (before + below) | digit << 16;
-  }
+  rank_in_warps<Shape, Full>(keys, valid, pass.digit, storage, ranks);
   __syncthreads();
 
-  // Thread d: the tile's count of digit d, published at once; the warps' counts become their
-  // first positions in the tile's digit order.
+  // Thread d: the tile's count of digit d, published at once.
   const unsigned d = threadIdx.x;
-  unsigned tile_count = 0;
+  const unsigned tile_count = tile_digit_count(storage, valid, pass.digit.mask);
   if (d < radix) {
-    for (int w = 0; w < warps; ++w) {
-      const unsigned c = warp_digit_counts[w][d];
-      warp_digit_counts[w][d] = tile_count;
-      tile_count += c;
-    }
-    if (d == pass.digit.mask) tile_count -= unsigned(tile_items) - valid;
     atomicExch(&pass.published[std::size_t(tile) * radix + d],
                (tile == 0 ? count_inclusive : count_aggregate) | tile_count);
   }
-  const unsigned tile_start = exclusive_digit_sum(d < radix ? tile_count : 0u);
-  if (d < radix) {
-    for (int w = 0; w < warps; ++w)
-      warp_digit_counts[w][d] += tile_start;
-  }
+  const unsigned tile_start = add_tile_starts(storage, tile_count);
   __syncthreads();
-
-  // Keys (and values) in the tile's digit order.
-#pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const unsigned rank = (ranks[i] & 0xFFFFu) + warp_digit_counts[warp][ranks[i] >> 16];
-    staged_keys[int(rank)] = keys[i];
-    if constexpr (has_values) staged_values[int(rank)] = values[i];
-  }
+  stage_in_digit_order<Shape>(keys, values, ranks, storage);
 
   // Thread d: how many keys of digit d the tiles before this one hold, from the newest
   // inclusive count back, reading `lookback_window` tiles at a time (one at a time, the walk
@@ -712,6 +693,85 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
     }
   }
   __syncthreads();  // before the block's next tile reuses the storage
+}
+
+// Each key's rank among the warp's keys of its digit, counted in the warp's own counters,
+// and the digit above it (ranks stay below 2^16): one register a key holds both. Items at
+// or past `valid` are padding of the last digit, which ranks after every real key.
+template <class Shape, bool Full, class K, class V>
+__device__ void rank_in_warps(const K (&keys)[Shape::items], unsigned valid,
+                              const radix_digit<K>& digit, tile_storage<Shape, K, V>& storage,
+                              unsigned (&ranks)[Shape::items]) {
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
+  unsigned* const counts = storage.warp_digit_counts[warp];
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned d =
+        Full || warp_first + unsigned(i * 32 + lane) < valid ? digit(keys[i]) : digit.mask;
+    // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
+    // all have, and clears it before the set comes round again (two items on). Shared
+    // memory atomics take fewer issue slots than eight ballots, which the integer pipe
+    // bounds. The lanes read the warp's count of the digit together and the lowest one
+    // moves it on: the next item reads it only after the next __syncwarp.
+    unsigned* const masks = storage.lanes_of_digit[i % 2][warp];
+    atomicOr(&masks[d], 1u << lane);
+    __syncwarp();
+    const unsigned peers = masks[d];
+    const unsigned before = counts[d];
+    __syncwarp();
+    masks[d] = 0;
+    const unsigned below = unsigned(__popc(int(peers & ((1u << lane) - 1u))));
+    if (below == 0) counts[d] = before + unsigned(__popc(int(peers)));  // the lowest lane
+    ranks[i] = (before + below) | d << 16;
+  }
+}
+
+// Thread d < radix: the tile's count of digit d, padding left out; the warps' counts become
+// their first positions among the tile's keys of digit d.
+template <class Shape, class K, class V>
+__device__ unsigned tile_digit_count(tile_storage<Shape, K, V>& storage, unsigned valid,
+                                     unsigned last_digit) {
+  const unsigned d = threadIdx.x;
+  unsigned tile_count = 0;
+  if (d < radix) {
+    for (int w = 0; w < Shape::warps; ++w) {
+      const unsigned c = storage.warp_digit_counts[w][d];
+      storage.warp_digit_counts[w][d] = tile_count;
+      tile_count += c;
+    }
+    if (d == last_digit) tile_count -= unsigned(Shape::tile_items) - valid;
+  }
+  return tile_count;
+}
+
+// The tile's digit starts (thread d's returned) added to the warps' first positions: each
+// warp's first position of each digit in the tile's digit order.
+template <class Shape, class K, class V>
+__device__ unsigned add_tile_starts(tile_storage<Shape, K, V>& storage, unsigned tile_count) {
+  const unsigned d = threadIdx.x;
+  const unsigned tile_start = exclusive_digit_sum(d < radix ? tile_count : 0u);
+  if (d < radix) {
+    for (int w = 0; w < Shape::warps; ++w)
+      storage.warp_digit_counts[w][d] += tile_start;
+  }
+  return tile_start;
+}
+
+// Keys (and values) staged in the tile's digit order.
+template <class Shape, class K, class V>
+__device__ void stage_in_digit_order(const K (&keys)[Shape::items],
+                                     const value_or_char<V> (&values)[Shape::items],
+                                     const unsigned (&ranks)[Shape::items],
+                                     tile_storage<Shape, K, V>& storage) {
+  const int warp = int(threadIdx.x / 32);
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned rank = (ranks[i] & 0xFFFFu) + storage.warp_digit_counts[warp][ranks[i] >> 16];
+    storage.staged.keys[int(rank)] = keys[i];
+    if constexpr (!std::is_same_v<V, no_values>) storage.staged.values[int(rank)] = values[i];
+  }
 }
 
 // ---- 8- and 16-bit keys alone: counting -----------------------------------------------------
@@ -948,6 +1008,78 @@ __global__ void __launch_bounds__(Shape::threads, 512 / Shape::threads)
                                    nullptr};
     sort_tile<Shape, true>(pass, tile, storage);
     if (p + 1 < passes.count) cooperative_groups::this_grid().sync();
+  }
+}
+
+// ---- One tile: every pass in shared memory --------------------------------------------------
+
+// An input that fits one tile is sorted by one block, the keys in registers between passes
+// and each pass staged in shared memory: no temporary memory, no memset, no grid-wide
+// syncs, and a single pass through global memory each way.
+template <class Shape, class K, class V>
+__global__ void one_tile_sort_kernel(const K* keys_in, K* keys_out, const V* values_in,
+                                     V* values_out, unsigned n, radix_passes passes, order ord,
+                                     int end_bit);
+
+template <class Shape, class K, class V>
+void one_tile_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                   radix_passes passes, order ord, int end_bit, const call_context& call) {
+  constexpr std::size_t shared_bytes = sizeof(tile_storage<Shape, K, V>);
+  allow_dynamic_shared_bytes(one_tile_sort_kernel<Shape, K, V>, shared_bytes, call);
+  one_tile_sort_kernel<Shape><<<1, Shape::threads, shared_bytes, call.stream()>>>(
+      keys_in, keys_out, values_in, values_out, unsigned(n), passes, ord, end_bit);
+  check_launch(call.function(), "one_tile_sort_kernel");
+}
+
+// Keys warp-striped as in sort_tile_of; after each pass a thread takes back the keys (and
+// values) at its positions of the staged digit order, which keeps the next pass stable.
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads)
+    one_tile_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                         unsigned n, radix_passes passes, order ord, int end_bit) {
+  constexpr int items = Shape::items;
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  auto& storage = shared_tile_storage<Shape, K, V>();
+  const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
+  const unsigned lane = unsigned(lane_id());
+  K keys[items];
+  value_or_char<V> values[items];
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    if (at < n) {
+      keys[i] = keys_in[at];
+      if constexpr (has_values) values[i] = values_in[at];
+    }
+  }
+  for (int p = 0; p < passes.count; ++p) {
+    const radix_digit<K> digit = passes.digit<K>(p, ord, end_bit);
+    clear_tile_storage(storage);
+    __syncthreads();
+    unsigned ranks[items];
+    rank_in_warps<Shape, false>(keys, n, digit, storage, ranks);
+    __syncthreads();
+    add_tile_starts(storage, tile_digit_count(storage, n, digit.mask));
+    __syncthreads();
+    stage_in_digit_order<Shape>(keys, values, ranks, storage);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < items; ++i) {
+      const unsigned at = warp_first + unsigned(i * 32) + lane;
+      if (at < n) {
+        keys[i] = storage.staged.keys[int(at)];
+        if constexpr (has_values) values[i] = storage.staged.values[int(at)];
+      }
+    }
+    __syncthreads();  // the next pass clears the lane masks, which share the staged bytes
+  }
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    if (at < n) {
+      keys_out[at] = keys[i];
+      if constexpr (has_values) values_out[at] = values[i];
+    }
   }
 }
 
