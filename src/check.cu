@@ -1,5 +1,5 @@
 // ppat check: a quick self-test of an install, every primitive once against the host
-// reference (tests/reference.hpp, the same references the test suite uses).
+// reference (tests/reference/reference.hpp, the same references the test suite uses).
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../tests/reference.hpp"
+#include "reference.hpp"
 #include "check.hpp"
 
 namespace ppat_cli {

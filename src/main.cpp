@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../bench/harness.hpp"
+#include "harness.hpp"
 #include "check.hpp"
 
 namespace {
