@@ -1,9 +1,9 @@
-// The building blocks in include/ppat/core: errors, argument checks, binning, and the
-// temporary-memory pool.
+// The building blocks in include/ppat/core (errors, argument checks, the temporary-memory
+// pool) and the histograms' binning (include/ppat/histogram/binning.cuh).
 #include <ppat/core/arguments.cuh>
-#include <ppat/core/binning.cuh>
 #include <ppat/core/error.cuh>
 #include <ppat/core/memory.cuh>
+#include <ppat/histogram/binning.cuh>
 
 #include <cmath>
 #include <cstdint>

@@ -36,12 +36,12 @@
 
 #include "core/arguments.cuh"
 #include "core/atomic.cuh"
-#include "core/binning.cuh"
 #include "core/device.cuh"
 #include "core/error.cuh"
 #include "core/launch.cuh"
 #include "core/vector_io.cuh"
 #include "core/warp.cuh"
+#include "histogram/binning.cuh"
 
 namespace ppat {
 namespace detail {

@@ -139,7 +139,7 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call
   const std::size_t tiles = ceil_div(n, shape::tile_items);
   const unsigned blocks = unsigned(
       std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * reduce_blocks_per_sm));
-  stream_scratch memory(block_results<T>::bytes_for(blocks), reduce_block_results, call);
+  stream_scratch memory(block_results<T>::bytes_for(blocks), ticket_and_values, call);
   reduce_tiles_kernel<shape, reorder, Aligned><<<blocks, shape::threads, 0, call.stream()>>>(
       in, n, block_results<T>{memory.data()}, out, init, op);
   check_launch(call.function(), "reduce_tiles_kernel");

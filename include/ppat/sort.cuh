@@ -47,11 +47,11 @@
 #include "core/error.cuh"
 #include "core/launch.cuh"
 #include "core/memory.cuh"
-#include "core/radix_key.cuh"
 #include "core/shared_storage.cuh"
 #include "core/warp.cuh"
 #include "histogram.cuh"
 #include "scan.cuh"
+#include "sort/radix_key.cuh"
 
 namespace ppat {
 

@@ -55,6 +55,7 @@
 #include "core/error.cuh"
 #include "core/launch.cuh"
 #include "core/vector_io.cuh"
+#include "transpose/arguments.cuh"
 #include "transpose/plan.cuh"
 #include "transpose/skinny.cuh"
 #include "transpose/tile_staging.cuh"

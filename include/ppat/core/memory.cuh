@@ -106,12 +106,13 @@ class temporary_buffer {
 };
 
 // The layouts of memory lent by stream_scratch: each has blocks of its own, so that no
-// kernel reads another's words as flags.
+// kernel reads another's words as flags. They are named by layout, not by the pattern that
+// uses them: a new kernel picks the layout it writes.
 enum scratch_purpose : int {
   lookback_status_words,   // 4-byte statuses; the values beside them live elsewhere
   lookback_8_byte_words,   // a status and a value of up to 4 bytes
   lookback_16_byte_words,  // a status and a value of up to 12 bytes
-  reduce_block_results,    // a ticket counter, then values no kernel reads as flags
+  ticket_and_values,       // a ticket counter, then values no kernel reads as flags
 };
 
 // Epochs take 30 bits of a flag word; before they run out, a block's memory starts over.
@@ -334,7 +335,7 @@ inline void release_stream_memory(cudaStream_t stream = 0) {
   unsigned long long stream_id = 0;
   call.check(cudaStreamGetId(stream, &stream_id), "cudaStreamGetId");
   for (auto purpose : {detail::lookback_status_words, detail::lookback_8_byte_words,
-                       detail::lookback_16_byte_words, detail::reduce_block_results}) {
+                       detail::lookback_16_byte_words, detail::ticket_and_values}) {
     detail::scratch_pool_for(call.device(), purpose).release(stream_id, call);
   }
 }

@@ -21,10 +21,10 @@
 #include <type_traits>
 
 #include "../core/atomic.cuh"
-#include "../core/binning.cuh"
 #include "../core/device.cuh"
 #include "../core/error.cuh"
 #include "../core/launch.cuh"
+#include "../histogram/binning.cuh"
 
 namespace ppat::textbook {
 namespace detail {

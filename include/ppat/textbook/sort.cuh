@@ -31,9 +31,9 @@
 #include "../core/launch.cuh"
 #include "../core/memory.cuh"
 #include "../core/operators.cuh"
-#include "../core/radix_key.cuh"
 #include "../core/warp.cuh"
 #include "../sort.cuh"
+#include "../sort/radix_key.cuh"
 #include "scan.cuh"
 
 namespace ppat::textbook {

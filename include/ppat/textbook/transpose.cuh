@@ -19,6 +19,7 @@
 #include "../core/error.cuh"
 #include "../core/launch.cuh"
 #include "../core/shared_storage.cuh"
+#include "../transpose/arguments.cuh"
 
 namespace ppat::textbook {
 namespace detail {

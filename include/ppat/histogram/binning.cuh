@@ -18,8 +18,8 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "arguments.cuh"
-#include "error.cuh"
+#include "../core/arguments.cuh"
+#include "../core/error.cuh"
 
 namespace ppat::detail {
 
