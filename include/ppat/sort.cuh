@@ -5,7 +5,7 @@
 //   ppat::sort_pairs(keys_in, keys_out, values_in, values_out, n, order, begin_bit, end_bit,
 //                    stream)
 //
-// A key is sorted by its order-preserving unsigned image (core/radix_key.cuh: NaNs after
+// A key is sorted by its order-preserving unsigned image (sort/radix_key.cuh: NaNs after
 // +inf, -0.0 before +0.0), least significant digit first, up to 8 bits a pass.
 //
 // Onesweep (Adinets & Merrill 2022). One kernel reads every key once and counts the digits
@@ -27,7 +27,8 @@
 //
 // Inputs of no more tiles than the GPU holds at once (about 2^20 4-byte keys on an H200)
 // take one cooperative launch instead: the same tiles, every pass, with the blocks waiting
-// for one another between passes.
+// for one another between passes. An input of one tile or less is sorted by one block,
+// every pass in shared memory.
 #pragma once
 
 #include <cooperative_groups.h>

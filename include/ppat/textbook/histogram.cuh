@@ -1,4 +1,4 @@
-// Textbook histograms with even bins (histogram_even's rule, see core/binning.cuh).
+// Textbook histograms with even bins (histogram_even's rule, see histogram/binning.cuh).
 //
 //   1. histogram_even_global_atomics  every sample is one atomicAdd on the counter in
 //                                     global memory. Threads that hit the same bin queue at
