@@ -359,7 +359,7 @@ void session::print(const bench_case& c, const std::vector<row>& rows) const {
   std::fflush(stdout);
 }
 
-bool session::finish() {
+void session::write_outputs() const {
   if (!opts_.json_path.empty()) {
     std::ofstream out(opts_.json_path);
     out << "{\n  \"device\": {\"name\": \"" << device_.name
@@ -380,6 +380,10 @@ bool session::finish() {
       out << line << '\n';
     if (!out) throw std::runtime_error("could not write " + opts_.csv_path);
   }
+}
+
+bool session::finish() {
+  write_outputs();
   if (opts_.sweep) print_losses();
   if (!all_checks_passed_) std::printf("\nSOME VARIANTS PRODUCED WRONG OUTPUT (check column)\n");
   return all_checks_passed_;

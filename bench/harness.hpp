@@ -140,6 +140,9 @@ class session {
   // Times every variant of the case, prints its table, and records it for JSON/CSV.
   void run(const bench_case& c);
 
+  // Writes the rows so far as JSON/CSV if asked: after each pattern, so that a run cut short
+  // keeps what it measured.
+  void write_outputs() const;
   // Writes JSON/CSV if asked, lists a sweep's losses; returns false when any check failed.
   bool finish();
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
 #include "check.hpp"
+#include "harness.hpp"
 
 namespace {
 
@@ -214,13 +214,13 @@ int bench(const std::vector<std::string>& args) {
       "GB/s: bytes that must move (inputs read once, outputs written once). %% copy: "
       "against a D2D copy of\nthe same bytes in this run. vs X: X's time / this time "
       "(above 1.00x: faster than X).\n");
-  ppat_bench::bench_overhead(session);
-  ppat_bench::bench_scan(session);
-  ppat_bench::bench_reduce(session);
-  ppat_bench::bench_select(session);
-  ppat_bench::bench_sort(session);
-  ppat_bench::bench_histogram(session);
-  ppat_bench::bench_transpose(session);
+  for (const auto bench_pattern :
+       {ppat_bench::bench_overhead, ppat_bench::bench_scan, ppat_bench::bench_reduce,
+        ppat_bench::bench_select, ppat_bench::bench_sort, ppat_bench::bench_histogram,
+        ppat_bench::bench_transpose}) {
+    bench_pattern(session);
+    session.write_outputs();
+  }
   return session.finish() ? 0 : 1;
 }
 
