@@ -280,8 +280,9 @@ constexpr int select_staged_bytes = int(sizeof(T)) +
 // values would pass a thread's bytes (1-byte keys with 12-byte values: 4 at a time).
 template <class T, class V>
 constexpr int select_vec = [] {
+  constexpr int register_bytes = select_register_bytes<T, V>;
   int vec = items_per_vector<T>;
-  while (vec > 1 && vec * select_register_bytes < T, V >> select_bytes_per_thread<T>)
+  while (vec > 1 && vec * register_bytes > select_bytes_per_thread<T>)
     vec /= 2;
   return vec;
 }();
