@@ -4,6 +4,8 @@
 // production kernel's own cases: each way it holds counters (shared copies, packed 16-bit,
 // global), unaligned and odd-sized inputs, more than 2^32 samples, histogram_range,
 // multi_histogram_even, histogram_even_weighted, streams and graph capture, bad arguments.
+// Suites: `histogram_even_rungs` runs every rung through the same checks; `histogram_even`
+// holds what only the production kernel promises.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -77,7 +79,7 @@ std::vector<Sample> uniform(std::size_t n, long long low, long long high) {
 
 const std::size_t sizes[] = {1, 255, 256, 257, 4096, 65537, 1000003};
 
-TEST(histogram_even, u8_256_bins_every_size) {
+TEST(histogram_even_rungs, u8_256_bins_every_size) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : sizes) {
@@ -85,7 +87,7 @@ TEST(histogram_even, u8_256_bins_every_size) {
   }
 }
 
-TEST(histogram_even, small_types_and_negative_samples) {
+TEST(histogram_even_rungs, small_types_and_negative_samples) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 100003;
@@ -98,7 +100,7 @@ TEST(histogram_even, small_types_and_negative_samples) {
                                  "u8 more bins than values");
 }
 
-TEST(histogram_even, i32_and_u32_bin_counts) {
+TEST(histogram_even_rungs, i32_and_u32_bin_counts) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 200003;
@@ -113,7 +115,7 @@ TEST(histogram_even, i32_and_u32_bin_counts) {
       std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), "i32 extreme levels");
 }
 
-TEST(histogram_even, skewed_single_bin_and_out_of_range) {
+TEST(histogram_even_rungs, skewed_single_bin_and_out_of_range) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 200000;
@@ -133,7 +135,7 @@ TEST(histogram_even, skewed_single_bin_and_out_of_range) {
 
 // Floating samples: bins computed in double; NaN and infinities never counted; a sample
 // just below `upper` lands in the last bin.
-TEST(histogram_even, floating_samples_with_nan_and_infinities) {
+TEST(histogram_even_rungs, floating_samples_with_nan_and_infinities) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 200003;
@@ -161,13 +163,13 @@ TEST(histogram_even, floating_samples_with_nan_and_infinities) {
   check_histogram<int>(floats, 255, -0.25, 1.25, "f32 with double levels");
 }
 
-TEST(histogram_even, empty_input_zeroes_hist) {
+TEST(histogram_even_rungs, empty_input_zeroes_hist) {
   PPAT_REQUIRE_GPU();
   check_histogram<std::uint32_t>(std::vector<int>{}, 300, 0, 300, "empty");
 }
 
 // More than 2^28 samples.
-TEST(histogram_even, huge_u8_above_2_pow_28) {
+TEST(histogram_even_rungs, huge_u8_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 28) + 4099;
@@ -177,7 +179,7 @@ TEST(histogram_even, huge_u8_above_2_pow_28) {
 // A CUDA failure surfaces as ppat::cuda_error naming the ppat function, and leaves no
 // error pending. The legacy default stream cannot be used while a blocking stream of its
 // device is being captured: the call's first question about the stream fails.
-TEST(histogram_even, cuda_failure_names_the_function) {
+TEST(histogram_even_rungs, cuda_failure_names_the_function) {
   PPAT_REQUIRE_GPU();
   device_buffer<int> samples(std::vector<int>(16, 1));
   device_buffer<std::uint32_t> hist(8);
@@ -204,7 +206,7 @@ TEST(histogram_even, cuda_failure_names_the_function) {
   ppat_test::expect_no_cuda_error();
 }
 
-TEST(histogram_even_arguments, bad_arguments_are_rejected) {
+TEST(histogram_even_rungs_arguments, bad_arguments_are_rejected) {
   int* fake = reinterpret_cast<int*>(std::uintptr_t{1} << 20);  // never dereferenced
   auto* counts = reinterpret_cast<std::uint32_t*>(std::uintptr_t{1} << 30);
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -246,7 +248,7 @@ std::vector<int> spread_over(int bins, std::size_t n, const std::string& distrib
 // of shared memory a block; one slot per bin and one for samples not counted): 32 copies of
 // 32-bit counters up to 1815 bins, fewer copies up to 58111, 16-bit counters up to 116222,
 // global atomics above.
-TEST(histogram_even_production, every_way_of_holding_counters) {
+TEST(histogram_even, every_way_of_holding_counters) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 300007;
@@ -266,7 +268,7 @@ TEST(histogram_even_production, every_way_of_holding_counters) {
 // 16-bit counters wrap many times: two hot bins sharing one 32-bit word (the low half's
 // carries land in a high half that wraps too), a hot bin alone in a high half, and a hot
 // last bin whose high half is the not-counted slot; the rest spread thin.
-TEST(histogram_even_production, packed_counters_wrap) {
+TEST(histogram_even, packed_counters_wrap) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = std::size_t{1} << 26;
@@ -307,7 +309,7 @@ void check_sizes_and_offsets(int bins, long long low, long long high) {
   }
 }
 
-TEST(histogram_even_production, every_size_and_alignment) {
+TEST(histogram_even, every_size_and_alignment) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_sizes_and_offsets<std::uint8_t, std::uint32_t>(256, 0, 255);
@@ -317,7 +319,7 @@ TEST(histogram_even_production, every_size_and_alignment) {
 }
 
 // More than 2^32 samples into 64-bit counters; the reference counts byte values first.
-TEST(histogram_even_production, huge_u8_above_2_pow_32_with_64_bit_counters) {
+TEST(histogram_even, huge_u8_above_2_pow_32_with_64_bit_counters) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 32) + 4099;
@@ -520,7 +522,7 @@ TEST(histogram_even_weighted, exact_and_rounded_sums) {
 
 // On a non-default stream, and captured into a graph that is launched twice: the second
 // launch zeroes `hist` again before counting.
-TEST(histogram_even_production, stream_and_graph_capture) {
+TEST(histogram_even, stream_and_graph_capture) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 500009;

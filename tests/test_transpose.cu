@@ -3,7 +3,8 @@
 // bytes, more than 2^28 elements; then the production calls' own cases: leading
 // dimensions (the padding of `out` untouched), unaligned matrices, batches, in place, and
 // permutes of rank 1 to 8; bad arguments; and, without a GPU, the host-side plan of a
-// permute.
+// permute. Suites: `transpose_rungs` runs every rung through the same checks; `transpose`
+// holds what only the production calls promise.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -107,48 +108,48 @@ void check_all_shapes() {
     check_transpose<T>(s.rows, s.cols);
 }
 
-TEST(transpose, one_byte_elements) {
+TEST(transpose_rungs, one_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<std::uint8_t>();
 }
-TEST(transpose, two_byte_elements) {
+TEST(transpose_rungs, two_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<std::uint16_t>();
 }
-TEST(transpose, four_byte_elements) {
+TEST(transpose_rungs, four_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<float>();
   check_transpose<float>(8191, 8193);
 }
-TEST(transpose, eight_byte_elements) {
+TEST(transpose_rungs, eight_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<double>();
 }
-TEST(transpose, sixteen_byte_elements) {
+TEST(transpose_rungs, sixteen_byte_elements) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_all_shapes<bytes16>();
 }
 
 // More than 2^28 elements, prime sides.
-TEST(transpose, huge_u8_above_2_pow_28) {
+TEST(transpose_rungs, huge_u8_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_transpose<std::uint8_t>(16411, 16417);
 }
 
-TEST(transpose_arguments, empty_shapes_are_a_no_op) {
+TEST(transpose_rungs_arguments, empty_shapes_are_a_no_op) {
   for (rung r : rungs) {
     EXPECT_NO_THROW(run_transpose<float>(r, nullptr, nullptr, 0, 100));
     EXPECT_NO_THROW(run_transpose<float>(r, nullptr, nullptr, 100, 0));
   }
 }
 
-TEST(transpose_arguments, bad_arguments_are_rejected) {
+TEST(transpose_rungs_arguments, bad_arguments_are_rejected) {
   auto* fake = reinterpret_cast<float*>(std::uintptr_t{1} << 20);  // never dereferenced
   for (rung r : rungs) {
     EXPECT_THROW(run_transpose<float>(r, nullptr, fake + 1000, 10, 10), std::invalid_argument);
@@ -236,7 +237,7 @@ void check_input_at_allocation_end(std::size_t rows, std::size_t cols, std::size
   EXPECT_TRUE(output.guards_intact()) << "write outside out";
 }
 
-TEST(transpose_production, input_ending_its_allocation) {
+TEST(transpose, input_ending_its_allocation) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_input_at_allocation_end<std::uint8_t>(300, 257, 263);
@@ -251,7 +252,7 @@ struct float_pair {
   float x, y;
 };
 
-TEST(transpose_production, elements_off_their_size) {
+TEST(transpose, elements_off_their_size) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (const shape s : {shape{37, 45}, shape{200, 300}, shape{3, 5000}, shape{5000, 3}}) {
@@ -275,7 +276,7 @@ TEST(transpose_production, elements_off_their_size) {
   }
 }
 
-TEST(transpose_production, leading_dimensions_and_alignment) {
+TEST(transpose, leading_dimensions_and_alignment) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_leading_dimensions_all<std::uint8_t>();
@@ -316,7 +317,7 @@ void check_batched_all() {
   check_batched<T>(1000, 16, 16);
 }
 
-TEST(transpose_production, batched) {
+TEST(transpose, batched) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_batched_all<std::uint8_t>();
@@ -348,7 +349,7 @@ void check_inplace_all() {
   check_inplace<T>(200, 1);  // not 16-byte aligned: element by element
 }
 
-TEST(transpose_production, in_place) {
+TEST(transpose, in_place) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   check_inplace_all<std::uint8_t>();
