@@ -261,9 +261,11 @@ TEST(scan, u8_and_i16_on_both_sides_of_the_small_input_shape) {
   const auto sizes_for = [&](auto item) {
     using T = decltype(item);
     constexpr int vec = 16 / sizeof(T);
-    const std::size_t small_tile = ppat::detail::scan_small_input_tuning<vec>::tile_items;
-    const std::size_t last_small =
-        std::size_t(std::max(sm_count - 1, 1)) * ppat::detail::scan_tuning<T, vec>::tile_items;
+    using ppat::detail::scan_tile_of;
+    const std::size_t small_tile =
+        scan_tile_of<ppat::detail::scan_small_input_tuning, T, vec>::tile_items;
+    const std::size_t last_small = std::size_t(std::max(sm_count - 1, 1)) *
+                                   scan_tile_of<ppat::detail::scan_tuning<T>, T, vec>::tile_items;
     return std::vector<std::size_t>{small_tile - 1, small_tile + 1, 3 * small_tile + 17,
                                     last_small - 7, last_small,     last_small + 1,
                                     last_small + 9};

@@ -261,22 +261,23 @@ const char* name(ppat::order ord) {
   return ord == ppat::order::ascending ? "ascending" : "descending";
 }
 
-// Around the tiles of every key size (4096 keys; 2048 and 1024 for pairs of large values),
-// which one block sorts in shared memory, primes, sizes the one-launch sort takes (up to a
-// few hundred tiles) and one it leaves to the onesweep kernels.
-constexpr std::size_t small_sizes[] = {1, 2, 3, 31, 1023, 1025, 2047, 2049, 4095, 4096, 4097, 8193};
+// Around the tiles that one block sorts in shared memory (1024 keys; 4096, 2048 or 1024 by
+// pair size; 8192), primes, sizes the one-launch sort takes (up to a few hundred tiles) and
+// one it leaves to the onesweep kernels.
+constexpr std::size_t small_sizes[] = {1,    2,    3,    31,   1023, 1025, 2047, 2049,
+                                       4095, 4096, 4097, 8191, 8192, 8193, 12289};
 constexpr std::size_t large_sizes[] = {65537, 999983, (std::size_t{1} << 20) + 3,
                                        (std::size_t{1} << 21) + 5};
 
 // Under the sanitizers (PPAT_TEST_MAX_ITEMS set), whose kernels run ten to a hundred times
-// slower, a few cases stand for the rest: one tile sorted in shared memory, a tile and a
-// key, several tiles in one launch, and (pairs with 16-byte values) more tiles than the GPU
-// holds at once; two spreads.
+// slower, a few cases stand for the rest: two sizes sorted by one block, a one-block tile
+// and a key, several tiles in one launch, and (pairs with 16-byte values) more tiles than
+// the GPU holds at once; two spreads.
 bool instrumented() {
   return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr;
 }
 bool sampled_out(std::size_t n, spread s) {
-  return instrumented() && ((n != 4095 && n != 4097 && n != 65537 && n != 299993) ||
+  return instrumented() && ((n != 4095 && n != 4097 && n != 8193 && n != 65537 && n != 299993) ||
                             (s != spread::uniform_bits && s != spread::few_distinct));
 }
 
@@ -363,7 +364,8 @@ void pairs_with_values(const char* type) {
       // 299993 pairs with 16-byte values are more 1024-key tiles than an H200 holds at
       // once: the onesweep kernels, within the sanitizers' budget.
       for (std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{2049}, std::size_t{4097},
-                            std::size_t{299993}, large_sizes[1], large_sizes[3]}) {
+                            std::size_t{8192}, std::size_t{8193}, std::size_t{299993},
+                            large_sizes[1], large_sizes[3]}) {
         if (!ppat_test::fits_item_budget(n) || sampled_out(n, s)) continue;
         expect_pairs_sorted(draw_keys<K>(n, s), draw_values<V>(n), ord, case_name(type, ord, s, n));
       }

@@ -48,37 +48,29 @@ void reduce(const T* in, T* out, std::size_t n, T init = T{}, Op op = {}, cudaSt
 
 namespace detail {
 
-// A tile: each warp owns `rows` x 32 x `vec` consecutive items, row r of lane l being the
-// `vec` items at r * 32 * vec + l * vec: every row is one coalesced access per warp.
-template <int Threads, int Vec, int Rows>
-struct reduce_tile_shape {
-  static constexpr int threads = Threads;
-  static constexpr int warps = threads / 32;
+// A tile of `Tuning`'s threads: each warp owns `rows` x 32 x `vec` consecutive items, row r
+// of lane l being the `vec` items at r * 32 * vec + l * vec: every row is one coalesced
+// access per warp. A thread holds its policy's bytes, at most 16 rows.
+template <class Tuning, class T, int Vec>
+struct reduce_tile_shape : Tuning {
   static constexpr int vec = Vec;
-  static constexpr int rows = Rows;
+  static constexpr int rows = Tuning::groups_per_thread(int(sizeof(T)) * Vec, 16);
   static constexpr int warp_items = 32 * vec * rows;
-  static constexpr int tile_items = warps * warp_items;
+  static constexpr int tile_items = Tuning::warps * warp_items;
 };
 
-// The H200's shape: 4 blocks an SM, each keeping 128 KB of items in flight. Items of up to
-// 8 bytes take blocks of 512 threads with 64 bytes each: against 256 threads with 128
-// bytes, twice the warps hide the combining, 1.02-1.07x as fast from 2^22 to 2^26 i32
-// items (the same at 2^20). Larger items keep 256 threads with 128 bytes, whose registers
-// fit them. Small inputs, up to 512 KB, take one block, which needs no memory for block
-// results: up to 64 KB one of 256 threads, whose start and combining cost less (2^10 i32
-// items: 7.7 us a call against 10.0 us with 1024 threads, 2^14: 8.4 against 9.3 us),
-// above it one of 1024 threads, which keeps 128 KB in flight (2^16: 9.0 against 11.0 us).
-template <class T, int Vec, int Threads, int BytesPerThread>
-using reduce_shape_of =
-    reduce_tile_shape<Threads, Vec, std::clamp(int(BytesPerThread / (sizeof(T) * Vec)), 1, 16)>;
-template <class T, int Vec>
-using reduce_tuning = std::conditional_t<sizeof(T) <= 8, reduce_shape_of<T, Vec, 512, 64>,
-                                         reduce_shape_of<T, Vec, 256, 128>>;
-template <class T, int Vec>
-using reduce_single_block_tuning = reduce_shape_of<T, Vec, 1024, 128>;
-template <class T, int Vec>
-using reduce_tiny_tuning = reduce_shape_of<T, Vec, 256, 64>;
-constexpr int reduce_blocks_per_sm = 4;
+// The H200's policies: 4 blocks an SM, each keeping 128 KB of items in flight. Items of up
+// to 8 bytes take blocks of 512 threads with 64 bytes each: against 256 threads with 128
+// bytes, twice the warps hide the combining, 1.02-1.07x as fast from 2^22 to 2^26 i32 items
+// (the same at 2^20). Larger items keep 256 threads with 128 bytes, whose registers fit them.
+template <class T>
+using reduce_tuning = std::conditional_t<sizeof(T) <= 8, tuning<512, 64, 4>, tuning<256, 128, 4>>;
+// Small inputs, up to 512 KB, take one block, which needs no memory for block results: up
+// to 64 KB one of 256 threads, whose start and combining cost less (2^10 i32 items: 7.7 us
+// a call against 10.0 us with 1024 threads, 2^14: 8.4 against 9.3 us), above it one of 1024
+// threads, which keeps 128 KB in flight (2^16: 9.0 against 11.0 us).
+using reduce_single_block_tuning = tuning<1024, 128, 1>;
+using reduce_tiny_tuning = tuning<256, 64, 4>;
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
 constexpr std::size_t reduce_tiny_bytes = 64 * 1024;
 
@@ -120,9 +112,9 @@ struct block_results {
 template <bool Aligned, class T, class Op>
 void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call_context& call) {
   constexpr int vec = items_per_vector<T>;
-  using shape = reduce_tuning<T, vec>;
-  using small_shape = reduce_single_block_tuning<T, vec>;
-  using tiny_shape = reduce_tiny_tuning<T, vec>;
+  using shape = reduce_tile_shape<reduce_tuning<T>, T, vec>;
+  using small_shape = reduce_tile_shape<reduce_single_block_tuning, T, vec>;
+  using tiny_shape = reduce_tile_shape<reduce_tiny_tuning, T, vec>;
   constexpr bool reorder = commutative<T, Op>;
   if (n * sizeof(T) <= reduce_tiny_bytes) {
     reduce_tiles_kernel<tiny_shape, reorder, Aligned>
@@ -138,7 +130,7 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call
   }
   const std::size_t tiles = ceil_div(n, shape::tile_items);
   const unsigned blocks = unsigned(
-      std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * reduce_blocks_per_sm));
+      std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * shape::blocks_per_sm));
   stream_scratch memory(block_results<T>::bytes_for(blocks), ticket_and_values, call);
   reduce_tiles_kernel<shape, reorder, Aligned><<<blocks, shape::threads, 0, call.stream()>>>(
       in, n, block_results<T>{memory.data()}, out, init, op);
@@ -151,7 +143,7 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call
 // several write one result each to `results`, and the last of them writes init op (the
 // results in order).
 template <class Shape, bool Commutative, bool Aligned, class T, class Op>
-__global__ void __launch_bounds__(Shape::threads, Shape::threads == 1024 ? 1 : reduce_blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out, T init,
                         Op op) {
   constexpr int vec = Shape::vec;

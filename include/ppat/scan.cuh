@@ -206,52 +206,52 @@ struct by_key_source {
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
 
-// A tile: `threads` / 32 warps; each warp owns `rows` x 32 x `vec` consecutive items, row r
-// of lane l being the `vec` items at r * 32 * vec + l * vec. With 16-byte vectors every row
-// is one fully coalesced 512-byte access per warp.
-template <int Threads, int Vec, int Rows, int MinBlocksPerSM>
-struct scan_tile_shape {
-  static constexpr int threads = Threads;
-  static constexpr int warps = threads / 32;
+// A tile of `Tuning`'s threads: each warp owns `rows` x 32 x `vec` consecutive items, row
+// r of lane l being the `vec` items at r * 32 * vec + l * vec. With 16-byte vectors every
+// row is one fully coalesced 512-byte access per warp.
+template <class Tuning, int Vec, int Rows>
+struct scan_tile_shape : Tuning {
   static constexpr int vec = Vec;
   static constexpr int rows = Rows;
-  static constexpr int min_blocks_per_sm = MinBlocksPerSM;
   static constexpr int warp_items = 32 * vec * rows;
-  static constexpr int tile_items = warps * warp_items;
+  static constexpr int tile_items = Tuning::warps * warp_items;
 };
 
-// The H200's shape for `Item`s read `vec` at a time: 256 threads holding up to 128 bytes of
-// items each, in as many registers as lets enough tiles share an SM. Measured at 2^28 with
-// the look-back of core/lookback.cuh:
+// The tile that holds `Tuning`'s bytes of `Item`s read `Vec` at a time. Items loaded one at
+// a time are scanned across the warp one by one, so they get fewer rows.
+template <class Tuning, class Item, int Vec>
+using scan_tile_of =
+    scan_tile_shape<Tuning, Vec,
+                    Tuning::groups_per_thread(int(sizeof(Item)) * Vec, Vec == 1 ? 8 : 16)>;
+
+// The H200's policies: 256 threads, and as many tiles an SM as their registers allow.
+// Measured at 2^28 with the look-back of core/lookback.cuh:
 //   - i32: 24 items a thread at 4 and 5 tiles an SM reach 89% and 92% of copy, 32 items at
 //     4 tiles 94%; the same tiles staged in shared memory instead, 81-85%;
 //   - i64: 16 items a thread at 3 tiles an SM, 87.7%; 12 to 24 items at 2 to 4 tiles,
 //     84-86% (16 at 4 tiles spills); 8 items at 6 tiles, 50%;
 //   - u8 and i16 (packed four and two to a register): 96 bytes a thread at 3 tiles an SM,
 //     75% and 82%; u8 at 64 bytes and 4 or 5 tiles, 56-64%, at 128 bytes and 2 tiles, 71%;
-//   - by key, i32 keys and f32 values: 96 bytes of values a thread at 4 tiles an SM, 85%
-//     (a few bytes spill); 64 bytes, 62%; 48 bytes, 57%.
-// Items loaded one at a time are scanned across the warp one by one, so they get fewer rows.
+//   - larger items: 96 bytes at 2 tiles, which their registers fit.
 template <class Item>
-constexpr int scan_bytes_per_thread = sizeof(Item) == 4 || sizeof(Item) == 8 ? 128 : 96;
-template <class Item, int BytesPerThread>
-constexpr int scan_tiles_per_sm = sizeof(Item) < 4    ? 3
-                                  : sizeof(Item) == 4 ? 4
-                                  : sizeof(Item) <= 8 ? (BytesPerThread > 96 ? 3 : 4)
-                                                      : 2;
-template <class Item, int Vec, int BytesPerThread = scan_bytes_per_thread<Item>>
 using scan_tuning =
-    scan_tile_shape<256, Vec,
-                    std::clamp(int(BytesPerThread / (sizeof(Item) * Vec)), 1, Vec == 1 ? 8 : 16),
-                    scan_tiles_per_sm<Item, BytesPerThread>>;
-
-// 1- and 2-byte items in fewer of the 6-row tiles above than the GPU has SMs: 4-row tiles
-// spread them over more SMs. Event-timed on the H200 against CUB in the same run, u8 at 2^16
-// to 2^19 took 0.58-0.69x CUB's time in 4-row tiles against 0.68-0.82x in 6-row ones, and
-// i16 at 2^16 to 2^18 0.62-0.64x against 0.66-0.71x. Where 6-row tiles fill the GPU, they are
-// as fast or faster: i16 at 2^21 and 2^22, 0.65x and 0.68x against 0.68x and 0.72x.
-template <int Vec>
-using scan_small_input_tuning = scan_tile_shape<256, Vec, 4, 4>;
+    std::conditional_t<sizeof(Item) < 4, tuning<256, 96, 3>,
+                       std::conditional_t<sizeof(Item) == 4, tuning<256, 128, 4>,
+                                          std::conditional_t<sizeof(Item) == 8, tuning<256, 128, 3>,
+                                                             tuning<256, 96, 2>>>>;
+// By key (i32 keys and f32 values): 96 bytes of values a thread at 4 tiles an SM, 85% of
+// copy (a few bytes spill); 64 bytes, 62%; 48 bytes, 57%.
+template <class Item>
+using scan_by_key_tuning = std::conditional_t<
+    sizeof(Item) < 4, tuning<256, 96, 3>,
+    std::conditional_t<sizeof(Item) <= 8, tuning<256, 96, 4>, tuning<256, 96, 2>>>;
+// 1- and 2-byte items in fewer of the 6-row tiles above than the GPU has SMs: 64 bytes a
+// thread (4-row tiles) spread them over more SMs. Event-timed on the H200 against CUB in the
+// same run, u8 at 2^16 to 2^19 took 0.58-0.69x CUB's time in 4-row tiles against 0.68-0.82x
+// in 6-row ones, and i16 at 2^16 to 2^18 0.62-0.64x against 0.66-0.71x. Where 6-row tiles
+// fill the GPU, they are as fast or faster: i16 at 2^21 and 2^22, 0.65x and 0.68x against
+// 0.68x and 0.72x.
+using scan_small_input_tuning = tuning<256, 64, 4>;
 
 template <class Source>
 void plain_scan(const Source& source, std::size_t n, partial<typename Source::item> start,
@@ -290,10 +290,11 @@ template <class Source>
 void plain_scan(const Source& source, std::size_t n, partial<typename Source::item> start,
                 const call_context& call) {
   using T = typename Source::item;
-  using production_shape = scan_tuning<T, Source::vec>;
+  using production_shape = scan_tile_of<scan_tuning<T>, T, Source::vec>;
   if constexpr (sizeof(T) < 4) {
     if (ceil_div(n, production_shape::tile_items) < std::size_t(call.limits().sm_count)) {
-      launch_single_pass_scan<scan_small_input_tuning<Source::vec>>(source, n, start, call);
+      using small_shape = scan_tile_of<scan_small_input_tuning, T, Source::vec>;
+      launch_single_pass_scan<small_shape>(source, n, start, call);
       return;
     }
   }
@@ -317,7 +318,7 @@ void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op o
   const bool keys_aligned = sizeof(K) * vec != 16 || aligned_to(keys, 16);
   const partial<segmented<T>> start{{init, 0u}, false};
   const segmented_op<Op> combiner{op};
-  using shape = scan_tuning<T, vec, 96>;
+  using shape = scan_tile_of<scan_by_key_tuning<T>, T, vec>;
   if (vec == 1 || (aligned_to(in, 16) && aligned_to(out, 16) && keys_aligned)) {
     launch_single_pass_scan<shape>(
         by_key_source<Exclusive, K, T, Op, vec, true>{keys, in, out, init, combiner}, n, start,
@@ -353,7 +354,7 @@ void launch_single_pass_scan(const Source& source, std::size_t n,
 }
 
 template <class Shape, class Source>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     single_pass_scan_kernel(Source source, std::size_t n,
                             lookback_state<typename Source::item> state,
                             partial<typename Source::item> start) {

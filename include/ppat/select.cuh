@@ -258,15 +258,15 @@ struct tally_op {
   }
 };
 
-// A tile: 256 threads holding up to 128 bytes each of items and values in registers (64 for
-// 1- and 2-byte items, which take a register each once unpacked; fewer rows for items read
-// one at a time), 4 tiles an SM, and up to 40 KB of them staged in shared memory (items,
-// then values or, for run_length_encode, 2-byte positions of the run heads). A tile is
-// staged in output order before its look-back, so no register holds an item while it
-// waits. Larger tiles are better: the look-back's inclusive prefixes advance a few tiles
-// at a time, whatever their size.
+// The H200's policy: 256 threads holding up to 128 bytes each of items and values in
+// registers (64 for 1- and 2-byte items, which take a register each once unpacked), 4 tiles
+// an SM, and up to 40 KB of a tile staged in shared memory (items, then values or, for
+// run_length_encode, 2-byte positions of the run heads). A tile is staged in output order
+// before its look-back, so no register holds an item while it waits. Larger tiles are
+// better: the look-back's inclusive prefixes advance a few tiles at a time, whatever their
+// size.
 template <class T>
-constexpr int select_bytes_per_thread = sizeof(T) < 4 ? 64 : 128;
+using select_tuning = tuning<256, sizeof(T) < 4 ? 64 : 128, 4>;
 constexpr int select_staging_budget = 40 * 1024;
 template <class T, class V>
 constexpr int select_register_bytes = int(sizeof(T)) +
@@ -282,17 +282,22 @@ template <class T, class V>
 constexpr int select_vec = [] {
   constexpr int register_bytes = select_register_bytes<T, V>;
   int vec = items_per_vector<T>;
-  while (vec > 1 && vec * register_bytes > select_bytes_per_thread<T>)
+  while (vec > 1 && vec * register_bytes > select_tuning<T>::bytes_per_thread)
     vec /= 2;
   return vec;
 }();
+// Rows: as many as the thread's bytes hold and the staging budget takes (fewer for items
+// read one at a time).
 template <class T, class V, class Count, int Vec = select_vec<T, V>>
-using select_tuning = scan_tile_shape<
-    256, Vec,
-    std::clamp(std::min(select_bytes_per_thread<T> / (select_register_bytes<T, V> * Vec),
-                        select_staging_budget / (256 * select_staged_bytes<T, V, Count> * Vec)),
-               1, Vec == 1 ? 8 : 16),
-    4>;
+constexpr int select_rows = [] {
+  using policy = select_tuning<T>;
+  constexpr int most = Vec == 1 ? 8 : 16;
+  constexpr int staged_row_bytes = policy::threads * select_staged_bytes<T, V, Count> * Vec;
+  return std::min(policy::groups_per_thread(select_register_bytes<T, V> * Vec, most),
+                  std::clamp(select_staging_budget / staged_row_bytes, 1, most));
+}();
+template <class T, class V, class Count, int Vec = select_vec<T, V>>
+using select_tile_shape = scan_tile_shape<select_tuning<T>, Vec, select_rows<T, V, Count, Vec>>;
 
 // The kernel's shared staging: the tile's items in output order, and their values or (for
 // run_length_encode) their positions in the tile.
@@ -370,7 +375,7 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   if constexpr (has_counts) require_device_readable(io.counts_out, n, call, "counts_out");
   io.rule.require_readable(n, call);
 
-  using shape = select_tuning<T, V, Count>;
+  using shape = select_tile_shape<T, V, Count>;
   constexpr int vec = shape::vec;
   const std::size_t tiles = ceil_div(n, shape::tile_items);
   require(tiles <= std::size_t(std::numeric_limits<int>::max()), function, "n",
@@ -403,7 +408,7 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
 }
 
 template <class Shape, bool Partition, bool Aligned, class T, class V, class Count, class Rule>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     select_kernel(select_buffers<T, V, Count, Rule> io, lookback_state<select_tally> state) {
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
@@ -590,15 +595,14 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
 // Puts partition's rejected items, written in reverse from the end of `out`, back in input
 // order. Block b swaps pairs [b x items, (b + 1) x items) of the run: it reads the two runs
 // that mirror each other as whole 16-byte vectors into shared memory, reverses each there,
-// and writes each where the other was.
+// and writes each where the other was: 16 KB of each run a block.
 template <class T>
-struct reverse_shape {
-  static constexpr int threads = 256;
-  static constexpr int items = std::max(16 * 1024 / int(sizeof(T)), 1);
+struct reverse_shape : tuning<256, 64, 0> {
+  static constexpr int items = std::max(threads * bytes_per_thread / int(sizeof(T)), 1);
 };
 
 template <class T>
-__global__ void __launch_bounds__(reverse_shape<T>::threads)
+__global__ void __launch_bounds__(reverse_shape<T>::threads, reverse_shape<T>::blocks_per_sm)
     reverse_rejected_kernel(T* out, const std::size_t* num_selected, std::size_t n) {
   constexpr int threads = reverse_shape<T>::threads;
   constexpr int items = reverse_shape<T>::items;
@@ -702,10 +706,15 @@ struct segment_reduce_source {
   }
 };
 
-// The scan kernel's tile for reduce_by_key: 24 positions a thread (16 for 16-item vectors),
-// each a (value, 64-bit count) pair while the tile is scanned, 3 tiles an SM.
-template <int Vec>
-using segment_reduce_tuning = scan_tile_shape<256, Vec, std::clamp(24 / Vec, 1, 8), 3>;
+// The scan kernel's policy for reduce_by_key: the bytes of 24 values a thread, at most 8 rows
+// (16 values for 16-item vectors), each value a (value, 64-bit count) pair while the tile is
+// scanned, 3 tiles an SM.
+template <class V>
+using segment_reduce_tuning = tuning<256, 24 * int(sizeof(V)), 3>;
+template <class V, int Vec>
+using segment_reduce_shape =
+    scan_tile_shape<segment_reduce_tuning<V>, Vec,
+                    segment_reduce_tuning<V>::groups_per_thread(int(sizeof(V)) * Vec, 8)>;
 
 template <class K, class V, class Op>
 void reduce_by_key(const K* keys, const V* values, K* unique_out, V* aggregates_out,
@@ -742,7 +751,7 @@ void reduce_by_key(const K* keys, const V* values, K* unique_out, V* aggregates_
   require_device_readable(aggregates_out, n, call, "aggregates_out");
 
   constexpr int vec = items_per_vector<V>;
-  using shape = segment_reduce_tuning<vec>;
+  using shape = segment_reduce_shape<V, vec>;
   const bool keys_aligned = sizeof(K) * vec != 16 || aligned_to(keys, 16);
   const partial<segmented<V, segment_count>> start{{V{}, segment_count{}}, false};
   const segmented_op<Op> combiner{op};

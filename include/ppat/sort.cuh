@@ -215,44 +215,65 @@ template <class K, class V>
 constexpr int pair_bytes = int(sizeof(K)) +
                            int(sizeof(value_or_char<V>)) * (std::is_same_v<V, no_values> ? 0 : 1);
 
-// A tile: `Threads` threads ranking `items` keys each (a power of two), and their values,
-// staged in shared memory (up to 32 KB of them); as many tiles an SM as the registers allow
-// without spilling (64 registers for 4-byte pairs, 80 for larger).
-template <class K, class V, int Threads, int MostItems = 16>
-struct tile_shape {
-  static constexpr int threads = Threads;
-  static constexpr int warps = threads / 32;
+// A tile: `Tuning`'s threads ranking `items` keys each (a power of two, at most
+// `MostItems`), with their values, as many as a thread's bytes hold; the tile is staged in
+// shared memory.
+template <class K, class V, class Tuning, int MostItems = 16>
+struct tile_shape : Tuning {
   static constexpr int items = [] {
-    constexpr int bytes = pair_bytes<K, V>;
-    int most = MostItems;
-    while (most > 1 && most * threads * bytes > 32 * 1024)
-      most /= 2;
-    return most;
+    int most = Tuning::groups_per_thread(pair_bytes<K, V>, MostItems);
+    int power = 1;
+    while (power * 2 <= most)
+      power *= 2;
+    return power;
   }();
-  static constexpr int tile_items = threads * items;
-  static constexpr int min_blocks_per_sm = (pair_bytes<K, V> <= 4 ? 1024 : 768) / threads;
+  static constexpr int tile_items = Tuning::threads * items;
 };
 
-// Large inputs: 512-thread tiles of 4-byte pairs (u32 keys, 2^28: 5.92 ms against 6.43 ms
-// with 256 threads; the look-back and the digit-start loads are paid per tile, and a tile
-// of 8192 keys pays them for twice as many), 256 threads for larger pairs (512 measured no
-// faster for u32/u32 pairs, and 8-byte pairs would hold 8 keys a thread).
+// Large inputs: tiles of 32 KB, as many an SM as the registers allow without spilling (64
+// registers for 4-byte pairs, 80 for larger). 512-thread tiles of 4-byte pairs (u32 keys,
+// 2^28: 5.92 ms against 6.43 ms with 256 threads; the look-back and the digit-start loads
+// are paid per tile, and a tile of 8192 keys pays them for twice as many), 256 threads for
+// larger pairs (512 measured no faster for u32/u32 pairs, and 8-byte pairs would hold 8
+// keys a thread).
 template <class K, class V>
-using onesweep_shape = tile_shape<K, V, pair_bytes<K, V> <= 4 ? 512 : 256>;
+using onesweep_tuning =
+    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<256, 128, 3>>;
+template <class K, class V>
+using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>>;
 
-// Small inputs, sorted in one launch: 256-thread tiles below `one_launch_large_tiles_from`
-// items, which gives more blocks (SMs) a tile (u32 keys, 2^16: 44.0 us against 49.9 us with
-// 512-thread tiles); the large-input shape above it (2^20: 58.7 us against 66.0 us).
+// Small inputs, sorted in one cooperative launch, two 256-thread tiles an SM: below
+// `one_launch_large_tiles_from` items, which gives more blocks (SMs) a tile (u32 keys, 2^16:
+// 44.0 us against 49.9 us with 512-thread tiles); the large-input tile above it (2^20: 58.7
+// us against 66.0 us).
 template <class K, class V>
-using one_launch_small_shape = tile_shape<K, V, 256>;
+using one_launch_small_shape = tile_shape<K, V, tuning<256, 128, 2>>;
+template <class K, class V>
+using one_launch_large_shape =
+    tile_shape<K, V,
+               std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 1>, tuning<256, 128, 2>>>;
 constexpr std::size_t one_launch_large_tiles_from = std::size_t{1} << 18;
 
-// Inputs of up to 1024 keys, sorted by one block: four keys a thread, so that each pass's
-// ranking is a chain of four items, not sixteen (u32 keys, 2^10: 12.5 us against 22.4 us,
-// CUB 14.8 us). Larger single tiles keep sixteen: 512 threads with eight measured no faster
-// (2^12: 19.3 us against 18.0 us).
+// Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 4
+// blocks an SM. Not measured against other shapes: the counting is bound by shared-memory
+// atomics (u32 keys, 2^28: 840 us, about an eighth of the sort, under Nsight Compute).
+template <class K>
+struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4> {
+  static constexpr int keys = digit_count_tuning::bytes_per_thread / int(sizeof(K));
+};
+
+// Inputs that fit one block, sorted by it alone: up to 1024 keys, four a thread, so that
+// each pass's ranking is a chain of four items, not sixteen (u32 keys, 2^10: 12.5 us against
+// 22.4 us, CUB 14.8 us); up to 4096, sixteen a thread (512 threads with eight measured no
+// faster: 2^12: 19.3 us against 18.0 us); up to 8192, 512 threads with sixteen each, in up to
+// 148 KB of shared memory (4097 keys: u32 18.9 us, u32/u32 pairs 20.6 us, u64/u32 35.7 us;
+// the cooperative launch took 39, 44 and 59 us, CUB 15.4, 17.8 and 86.9 us).
 template <class K, class V>
-using one_tile_small_shape = tile_shape<K, V, 256, 4>;
+using one_tile_tiny_shape = tile_shape<K, V, tuning<256, 128, 0>, 4>;
+template <class K, class V>
+using one_tile_small_shape = tile_shape<K, V, tuning<256, 128, 0>>;
+template <class K, class V>
+using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 
 // A published digit count: status in the top 2 bits, the count in the rest. 0: nothing yet.
 constexpr unsigned count_aggregate = 1u << 30;
@@ -286,7 +307,7 @@ struct onesweep_pass {
   unsigned long long* next_starts;   // the next portion's, or null
 };
 
-template <int Threads, class K>
+template <class Tuning, class K>
 __global__ void digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord,
                                     int end_bit, onesweep_scratch scratch);
 template <class Shape, class K, class V>
@@ -345,32 +366,41 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
     return;
   }
 
-  using shape = onesweep_shape<K, V>;
-  using small_shape = one_launch_small_shape<K, V>;
-  static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
-  using tiny_shape = one_tile_small_shape<K, V>;
-  if constexpr (tiny_shape::tile_items < small_shape::tile_items) {
-    if (n <= tiny_shape::tile_items) {
-      one_tile_sort<tiny_shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
+  using tiny_tile = one_tile_tiny_shape<K, V>;
+  using small_tile = one_tile_small_shape<K, V>;
+  using large_tile = one_tile_large_shape<K, V>;
+  if constexpr (tiny_tile::tile_items < small_tile::tile_items) {
+    if (n <= tiny_tile::tile_items) {
+      one_tile_sort<tiny_tile>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
+                               call);
+      return;
+    }
+  }
+  if (n <= small_tile::tile_items) {
+    one_tile_sort<small_tile>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
+                              call);
+    return;
+  }
+  if constexpr (small_tile::tile_items < large_tile::tile_items) {
+    if (n <= large_tile::tile_items) {
+      one_tile_sort<large_tile>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
                                 call);
       return;
     }
   }
-  if (n <= small_shape::tile_items) {
-    one_tile_sort<small_shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
-                               call);
-    return;
-  }
-  if constexpr (!std::is_same_v<shape, small_shape>) {
+  using small_launch = one_launch_small_shape<K, V>;
+  using large_launch = one_launch_large_shape<K, V>;
+  if constexpr (!std::is_same_v<small_launch, large_launch>) {
     if (n < one_launch_large_tiles_from &&
-        ceil_div(n, small_shape::tile_items) <= resident_tiles<small_shape, K, V>(call)) {
-      one_launch_sort<small_shape>(keys_in, keys_out, values_in, values_out, n, passes, ord,
-                                   end_bit, call);
+        ceil_div(n, small_launch::tile_items) <= resident_tiles<small_launch, K, V>(call)) {
+      one_launch_sort<small_launch>(keys_in, keys_out, values_in, values_out, n, passes, ord,
+                                    end_bit, call);
       return;
     }
   }
-  if (ceil_div(n, shape::tile_items) <= resident_tiles<shape, K, V>(call)) {
-    one_launch_sort<shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit, call);
+  if (ceil_div(n, large_launch::tile_items) <= resident_tiles<large_launch, K, V>(call)) {
+    one_launch_sort<large_launch>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
+                                  call);
     return;
   }
   if constexpr (std::is_same_v<V, no_values> && std::is_integral_v<K> && sizeof(K) <= 2) {
@@ -379,6 +409,8 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
       return;
     }
   }
+  using shape = onesweep_shape<K, V>;
+  static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
   const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
   // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
   // published counts; the digit starts last.
@@ -396,10 +428,11 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   call.check(cudaMemsetAsync(head, 0, counts_bytes + 16 + published_bytes, call.stream()),
              "cudaMemsetAsync");
 
-  constexpr int count_threads = 256;
-  digit_counts_kernel<count_threads>
-      <<<grid_stride_blocks(n, count_threads * 8, call.limits(), 4), count_threads, 0,
-         call.stream()>>>(keys_in, n, passes, ord, end_bit, scratch);
+  using counting = digit_count_tuning<K>;
+  digit_counts_kernel<counting>
+      <<<grid_stride_blocks(n, counting::threads * counting::keys, call.limits(),
+                            counting::blocks_per_sm),
+         counting::threads, 0, call.stream()>>>(keys_in, n, passes, ord, end_bit, scratch);
   check_launch(function, "digit_counts_kernel");
 
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
@@ -457,16 +490,17 @@ __device__ T exclusive_digit_sum(T value) {
 // Every pass's digit counts, from one read of the keys. Each block counts in shared memory,
 // in 4 copies (by lane) so that equal digits in a warp collide at most 8 ways; the last block
 // to finish turns the totals into each digit's first output position, for every pass.
-template <int Threads, class K>
-__global__ void __launch_bounds__(Threads)
+template <class Tuning, class K>
+__global__ void __launch_bounds__(Tuning::threads, Tuning::blocks_per_sm)
     digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
                         onesweep_scratch scratch) {
+  constexpr int threads = Tuning::threads;
   constexpr int copies = 4;
   constexpr int most_passes = int(sizeof(K));
-  constexpr int per_thread = 8;
+  constexpr int per_thread = Tuning::keys;
   __shared__ unsigned counts[copies][most_passes][radix];
   __shared__ bool last_block;
-  for (int i = int(threadIdx.x); i < copies * most_passes * radix; i += Threads)
+  for (int i = int(threadIdx.x); i < copies * most_passes * radix; i += threads)
     (&counts[0][0][0])[i] = 0;
   __syncthreads();
 
@@ -475,25 +509,25 @@ __global__ void __launch_bounds__(Threads)
   for (int p = 0; p < most_passes; ++p)
     if (p < passes.count) digits[p] = passes.digit<K>(p, ord, end_bit);
   unsigned(&mine)[most_passes][radix] = counts[threadIdx.x % copies];
-  const std::size_t chunk = std::size_t(Threads) * per_thread;
+  const std::size_t chunk = std::size_t(threads) * per_thread;
   for (std::size_t first = std::size_t(blockIdx.x) * chunk; first < n;
        first += std::size_t(gridDim.x) * chunk) {
     K held[per_thread];
 #pragma unroll
     for (int j = 0; j < per_thread; ++j) {
-      const std::size_t i = first + std::size_t(j) * Threads + threadIdx.x;
+      const std::size_t i = first + std::size_t(j) * threads + threadIdx.x;
       if (i < n) held[j] = keys[i];
     }
 #pragma unroll
     for (int j = 0; j < per_thread; ++j) {
-      if (first + std::size_t(j) * Threads + threadIdx.x >= n) continue;
+      if (first + std::size_t(j) * threads + threadIdx.x >= n) continue;
 #pragma unroll
       for (int p = 0; p < most_passes; ++p)
         if (p < passes.count) atomicAdd(&mine[p][digits[p](held[j])], 1u);
     }
   }
   __syncthreads();
-  for (int i = int(threadIdx.x); i < passes.count * radix; i += Threads) {
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += threads) {
     unsigned total = 0;
 #pragma unroll
     for (int c = 0; c < copies; ++c)
@@ -564,7 +598,7 @@ __device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
 }
 
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     onesweep_kernel(onesweep_pass<K, V> pass) {
   __shared__ unsigned tile_slot;
   auto& storage = shared_tile_storage<Shape, K, V>();
@@ -808,8 +842,9 @@ template <class K>
 __global__ void fill_runs_kernel(const unsigned long long* starts, K* out, std::size_t n,
                                  bool descending);
 
-constexpr int fill_threads = 256;
-constexpr std::size_t fill_block_bytes = 32768;
+// 256 threads writing 128 bytes each: 32 KB of output a block (not measured against others).
+using fill_tuning = tuning<256, 128, 0>;
+constexpr std::size_t fill_block_bytes = fill_tuning::threads * fill_tuning::bytes_per_thread;
 
 template <class K>
 void counting_sort(const K* keys_in, K* keys_out, std::size_t n, order ord,
@@ -825,8 +860,8 @@ void counting_sort(const K* keys_in, K* keys_out, std::size_t n, order ord,
   plain_scan(plain_source<true, unsigned long long, plus, 2, true>{hist, starts, plus{}},
              std::size_t(bins), partial<unsigned long long>{0, true}, call);
   const std::size_t blocks = std::max<std::size_t>(1, ceil_div(n * sizeof(K), fill_block_bytes));
-  fill_runs_kernel<<<unsigned(blocks), fill_threads, 0, call.stream()>>>(starts, keys_out, n,
-                                                                         ord == order::descending);
+  fill_runs_kernel<<<unsigned(blocks), fill_tuning::threads, 0, call.stream()>>>(
+      starts, keys_out, n, ord == order::descending);
   check_launch(call.function(), "fill_runs_kernel");
   counts.release();
 }
@@ -839,7 +874,7 @@ void counting_sort(const K* keys_in, K* keys_out, std::size_t n, order ord,
 // and empty runs between (8 or 16 steps at most; none inside one long run). A vector that
 // one run covers is stored as is; one that meets several is assembled key by key.
 template <class K>
-__global__ void __launch_bounds__(fill_threads)
+__global__ void __launch_bounds__(fill_tuning::threads, fill_tuning::blocks_per_sm)
     fill_runs_kernel(const unsigned long long* starts, K* out, std::size_t n, bool descending) {
   constexpr int bins = 1 << (8 * sizeof(K));
   constexpr int lowest = std::is_signed_v<K> ? -bins / 2 : 0;
@@ -871,9 +906,9 @@ __global__ void __launch_bounds__(fill_threads)
   const std::size_t vectors = (n - head) / per_vector;
   const std::size_t tail = head + vectors * per_vector;
   if (blockIdx.x == 0) {
-    for (std::size_t p = threadIdx.x; p < head; p += fill_threads)
+    for (std::size_t p = threadIdx.x; p < head; p += fill_tuning::threads)
       out[p] = key_of(run_at(p, 0, bins - 1));
-    for (std::size_t p = tail + threadIdx.x; p < n; p += fill_threads)
+    for (std::size_t p = tail + threadIdx.x; p < n; p += fill_tuning::threads)
       out[p] = key_of(run_at(p, 0, bins - 1));
   }
   const std::size_t lo = std::size_t(blockIdx.x) * block_vectors;
@@ -886,7 +921,7 @@ __global__ void __launch_bounds__(fill_threads)
   const int low_run = end_runs[0];
   const int high_run = end_runs[1];
   uint4* const vector_out = reinterpret_cast<uint4*>(out + head);
-  for (std::size_t v = lo + threadIdx.x; v < hi; v += fill_threads) {
+  for (std::size_t v = lo + threadIdx.x; v < hi; v += fill_tuning::threads) {
     const std::size_t p = head + v * per_vector;
     const int j = run_at(p, low_run, high_run);
     K keys[per_vector];
@@ -983,7 +1018,7 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
 }
 
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, 512 / Shape::threads)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
   constexpr int most_passes = one_launch_sort_args<K, V>::most_passes;
   auto& storage = shared_tile_storage<Shape, K, V>();
@@ -1058,7 +1093,7 @@ void one_tile_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
 // Keys warp-striped as in sort_tile_of; after each pass a thread takes back the keys (and
 // values) at its positions of the staged digit order, which keeps the next pass stable.
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     one_tile_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                          unsigned n, radix_passes passes, order ord, int end_bit) {
   constexpr int items = Shape::items;

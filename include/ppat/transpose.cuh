@@ -181,7 +181,9 @@ void permute(const T* in, T* out, const std::vector<std::size_t>& shape,
 
 namespace detail {
 
-constexpr int permute_rows_blocks_per_sm = 8;
+// Whole rows moved unit by unit: 256 threads, one 16-byte unit each a step, 8 blocks an SM
+// in the grid (not measured against other shapes).
+using permute_rows_tuning = tuning<256, 16, 8>;
 
 template <class T, bool AlignedIn, bool AlignedOut>
 __global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
@@ -268,12 +270,14 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   const std::size_t row_units = plan.row_length / unit;
   const std::size_t total = plan.count / unit;
   const unsigned blocks = unsigned(std::min<std::size_t>(
-      ceil_div(total, 256), std::size_t(call.limits().sm_count) * permute_rows_blocks_per_sm));
+      ceil_div(total, std::size_t(permute_rows_tuning::threads)),
+      std::size_t(call.limits().sm_count) * permute_rows_tuning::blocks_per_sm));
   if (vectors) {
-    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(
+    permute_rows_kernel<<<blocks, permute_rows_tuning::threads, 0, call.stream()>>>(
         reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), row_units, total, rows);
   } else {
-    permute_rows_kernel<<<blocks, 256, 0, call.stream()>>>(in, out, row_units, total, rows);
+    permute_rows_kernel<<<blocks, permute_rows_tuning::threads, 0, call.stream()>>>(
+        in, out, row_units, total, rows);
   }
   check_launch(call.function(), "permute_rows_kernel");
 }
@@ -303,7 +307,7 @@ __device__ tile_place place_of_tile(std::size_t t, const plane_layout& layout, u
 // A block a tile: its loads all in flight at once, and the blocks many (few registers and
 // threads each), so that while some wait on loads others write.
 template <class T, bool AlignedIn, bool AlignedOut>
-__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::min_blocks)
+__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::blocks_per_sm)
     transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
                             unsigned plane_tiles, std::size_t tiles, const T* in_end) {
   using tile = transpose_tile<T>;
@@ -331,7 +335,7 @@ __device__ inline std::size_t first_pair_of_row(std::size_t r, std::size_t tiles
 // Each block swaps tile (r, c) with tile (c, r), both transposed; a diagonal tile is
 // transposed where it is.
 template <class T, bool Aligned>
-__global__ void __launch_bounds__(transpose_tile<T>::threads)
+__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::blocks_per_sm)
     transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side, std::size_t pairs) {
   using tile = transpose_tile<T>;
   constexpr int side = tile::side;
@@ -365,8 +369,9 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads)
 // Unit i of `out` (units in output order) comes from the same unit of row i / row_units,
 // found through the row axes' input strides.
 template <class U>
-__global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
-                                    plane_layout rows) {
+__global__ void __launch_bounds__(permute_rows_tuning::threads, permute_rows_tuning::blocks_per_sm)
+    permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
+                        plane_layout rows) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
     std::size_t row = i / row_units;

@@ -1,4 +1,5 @@
-// Launch arithmetic shared by every kernel: grid sizes for 64-bit element counts.
+// Launch policy and arithmetic shared by every kernel: the tuning form, and grid sizes for
+// 64-bit element counts.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,6 +11,27 @@
 #include "error.cuh"
 
 namespace ppat::detail {
+
+// Every kernel's launch policy, in one form: threads a block, the bytes of input a thread
+// holds in flight (in registers, or staged for it in shared memory), and the blocks an SM must
+// fit, asked of the compiler by __launch_bounds__ (0: the compiler's choice). Each kernel
+// derives its shape (rows, items, tile sides) from its policy, and the measurement that
+// chose a policy sits beside the line that names it.
+template <int Threads, int BytesPerThread, int BlocksPerSM>
+struct tuning {
+  static_assert(Threads % 32 == 0 && Threads <= 1024, "whole warps, within a block's limit");
+  static_assert(BytesPerThread > 0 && BlocksPerSM >= 0, "a thread holds something");
+  static constexpr int threads = Threads;
+  static constexpr int warps = Threads / 32;
+  static constexpr int bytes_per_thread = BytesPerThread;
+  static constexpr int blocks_per_sm = BlocksPerSM;
+
+  // Groups of `group_bytes` (a vector of items, a key with its value) that a thread's bytes
+  // hold: at least one, at most `most`.
+  static constexpr int groups_per_thread(int group_bytes, int most) {
+    return std::clamp(BytesPerThread / group_bytes, 1, most);
+  }
+};
 
 __host__ __device__ constexpr std::size_t ceil_div(std::size_t a, std::size_t b) {
   return (a + b - 1) / b;

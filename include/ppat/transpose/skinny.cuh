@@ -21,11 +21,11 @@
 namespace ppat::detail {
 
 // The skinny kernel: a block moves a span of the long side, about `span_bytes` of data,
-// loading 16-byte vectors `unroll` at a time per thread. It takes short sides of under 128
-// elements and at most 512 bytes, so that a span of 128-byte row pieces fits 24 KB.
-struct skinny_shape {
-  static constexpr int threads = 256;
-  static constexpr int unroll = 4;
+// each thread loading 64 bytes (four 16-byte vectors) at a time (not measured against other
+// shapes). It takes short sides of under 128 elements and at most 512 bytes, so that a span
+// of 128-byte row pieces fits 24 KB.
+struct skinny_shape : tuning<256, 64, 0> {
+  static constexpr int unroll = bytes_per_thread / 16;
   static constexpr std::size_t span_bytes = 24 * 1024;
   static constexpr std::size_t max_short = 127, max_short_bytes = 512;
 };
@@ -107,7 +107,7 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const cal
 // pieces of the k rows of `in` become one contiguous run of `out`. Shared memory holds the
 // span as the flat side does: long index x (from x0), short index p at x * k + p.
 template <class T, bool FlatIn, bool AlignedPieces>
-__global__ void __launch_bounds__(skinny_shape::threads)
+__global__ void __launch_bounds__(skinny_shape::threads, skinny_shape::blocks_per_sm)
     transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
                             unsigned plane_spans, std::size_t spans) {
   extern __shared__ uint4 flat[];

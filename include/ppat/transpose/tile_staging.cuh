@@ -15,21 +15,36 @@
 
 namespace ppat::detail {
 
-// The tile: S x S elements, V to a 16-byte chunk, C chunks to a tile row. The threads are
-// as few as keep enough 16-byte loads in flight per thread (8 of 4-byte elements, 4 of
-// most others: measured on the H200), so that many blocks fit an SM.
+// The H200's policies for a tile of T: threads, the 16-byte chunks a thread holds in flight,
+// and the blocks an SM must hold. The threads are as few as keep enough loads in flight per
+// thread (8 chunks of 4-byte elements, 4 of most others), so that many blocks fit an SM.
+// Left free, one-byte tiles get 80 registers, three blocks an SM; a bound of four (64
+// registers) moves 96% of copy instead of 83-90%. A bound on four-byte tiles measured slower
+// (six blocks: spills, 81-84% against 94%).
 template <class T>
-struct transpose_tile {
+using transpose_tuning =
+    std::conditional_t<sizeof(T) == 1, tuning<256, 64, 4>,
+                       std::conditional_t<sizeof(T) == 4, tuning<128, 128, 0>,
+                                          std::conditional_t<sizeof(T) == 16, tuning<256, 64, 0>,
+                                                             tuning<128, 64, 0>>>>;
+
+// The tile: S x S elements, V to a 16-byte chunk, C chunks to a tile row; its side is what
+// the policy's threads hold.
+template <class T>
+struct transpose_tile : transpose_tuning<T> {
+  using policy = transpose_tuning<T>;
   static constexpr int vec = int(16 / sizeof(T));
-  static constexpr int side = sizeof(T) == 1 ? 128 : sizeof(T) <= 4 ? 64 : 32;
+  static constexpr int side = [] {
+    const int elements = policy::threads * policy::bytes_per_thread / int(sizeof(T));
+    int side = 1;
+    while ((side + 1) * (side + 1) <= elements)
+      ++side;
+    return side;
+  }();
+  static_assert(side * side * int(sizeof(T)) == policy::threads * policy::bytes_per_thread,
+                "a square tile");
   static constexpr int chunks = side / vec;
-  static constexpr int threads = sizeof(T) == 1 || sizeof(T) == 16 ? 256 : 128;
-  static constexpr int chunks_per_thread = side * chunks / threads;
-  // Blocks an SM must hold, asked of the compiler (0: none). Left free, it gives one-byte
-  // tiles 80 registers, three blocks an SM; four (64 registers) move 96% of copy instead
-  // of 83-90%. A bound on four-byte tiles measured slower (six blocks: spills, 81-84%
-  // against 94%).
-  static constexpr int min_blocks = sizeof(T) == 1 ? 4 : 0;
+  static constexpr int chunks_per_thread = policy::bytes_per_thread / 16;
   // Four-byte tiles write faster with every gather of a thread issued before its stores.
   static constexpr int write_unroll = sizeof(T) == 4 ? chunks_per_thread : 1;
 };
