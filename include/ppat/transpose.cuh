@@ -70,6 +70,8 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
                        const std::vector<int>& axes, const call_context& call);
 template <class T>
 void launch_transpose_inplace(T* data, std::size_t n, const call_context& call);
+template <class T>
+void copy_elements(const T* in, T* out, std::size_t count, const call_context& call);
 
 template <class T>
 constexpr void require_element_size() {
@@ -89,6 +91,10 @@ void transpose(const T* in, T* out, std::size_t rows, std::size_t cols, cudaStre
   if (count == 0) return;
   const detail::call_context call(stream, function);
   detail::require_transpose_readable(in, out, count, call);
+  if (rows == 1 || cols == 1) {
+    detail::copy_elements(in, out, count, call);
+    return;
+  }
   detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, cols, rows), call);
 }
 
@@ -130,6 +136,10 @@ void transpose_batched(const T* in, T* out, std::size_t batch, std::size_t rows,
   if (count == 0) return;
   const detail::call_context call(stream, function);
   detail::require_transpose_readable(in, out, count, call);
+  if (rows == 1 || cols == 1) {
+    detail::copy_elements(in, out, count, call);
+    return;
+  }
   detail::plane_layout layout = detail::matrix_layout(rows, cols, cols, rows);
   layout.batch_rank = 1;
   layout.batch_extent[0] = batch;
@@ -195,6 +205,14 @@ template <class U>
 __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
                                     plane_layout rows);
 
+// A matrix with one row or one column, or a permute that keeps the order of the axes longer
+// than one, has the layout of its result: one copy.
+template <class T>
+void copy_elements(const T* in, T* out, std::size_t count, const call_context& call) {
+  call.check(cudaMemcpyAsync(out, in, count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
+             "cudaMemcpyAsync");
+}
+
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call) {
   if (transpose_skinny(in, out, layout, call)) return;
@@ -250,9 +268,7 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
                        const std::vector<int>& axes, const call_context& call) {
   const permute_plan plan = plan_permute(shape, axes);
   if (plan.how == permute_plan::kind::copy) {
-    call.check(
-        cudaMemcpyAsync(out, in, plan.count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
-        "cudaMemcpyAsync");
+    copy_elements(in, out, plan.count, call);
     return;
   }
   if (plan.how == permute_plan::kind::planes) {
