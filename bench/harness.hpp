@@ -171,5 +171,7 @@ void bench_sort(session& s);
 void bench_histogram(session& s);
 void bench_transpose(session& s);
 void bench_overhead(session& s);
+// Where NCCL is found: every visible GPU a rank, each distributed call against one GPU.
+void bench_distributed(session& s);
 
 }  // namespace ppat_bench

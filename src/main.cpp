@@ -16,6 +16,10 @@
 #include "check.hpp"
 #include "harness.hpp"
 
+#ifdef PPAT_BENCH_DISTRIBUTED
+#include <nccl.h>
+#endif
+
 namespace {
 
 constexpr const char* usage = R"(usage: ppat <command> [options]
@@ -26,7 +30,9 @@ commands:
   check                run every primitive once on random data against the host reference
 
 bench options:
-  --pattern P[,P...]   scan, reduce, select, sort, histogram, transpose, overhead (default: all)
+  --pattern P[,P...]   scan, reduce, select, sort, histogram, transpose, overhead (default: all);
+                       distributed (where built with NCCL; only when named): every GPU a
+                       rank, each distributed call against one GPU on the same total
   --sizes SPEC         log2 of the item counts: FROM:TO[:STEP] or a list, e.g. 16:30:2 or 20,24
                        (transpose: square-ish matrices of 2^k elements instead of its shapes)
   --types T[,T...]     i32 u32 f32 i64 u64 f64 u8 u16 i16 16B (default: each pattern's own set)
@@ -91,8 +97,11 @@ std::vector<int> parse_sizes(const std::string& spec) {
 
 ppat_bench::options parse_bench_options(const std::vector<std::string>& args) {
   ppat_bench::options opts;
-  const std::vector<std::string> patterns = {"scan",      "reduce",    "select",  "sort",
-                                             "histogram", "transpose", "overhead"};
+  std::vector<std::string> patterns = {"scan",      "reduce",    "select",  "sort",
+                                       "histogram", "transpose", "overhead"};
+#ifdef PPAT_BENCH_DISTRIBUTED
+  patterns.push_back("distributed");
+#endif
   const std::vector<std::string> types = {"i32", "u32", "f32", "i64", "u64",
                                           "f64", "u8",  "u16", "i16", "16B"};
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -199,6 +208,22 @@ int info() {
       "copy bandwidth  %.0f GB/s (cudaMemcpyAsync D2D of 1 GiB, read + write, median "
       "of 20)\n",
       copy_bandwidth_gbps());
+  int gpus = 0;
+  ppat_bench::check(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount");
+  for (int g = 0; g < gpus; ++g) {
+    cudaDeviceProp properties{};
+    ppat_bench::check(cudaGetDeviceProperties(&properties, g), "cudaGetDeviceProperties");
+    std::printf("GPU %-11d %s, %.1f GB\n", g, properties.name, properties.totalGlobalMem / 1e9);
+  }
+#ifdef PPAT_BENCH_DISTRIBUTED
+  int nccl = 0;
+  if (ncclGetVersion(&nccl) == ncclSuccess) {
+    std::printf("NCCL            %d.%d.%d (ppat::distributed)\n", nccl / 10000, nccl / 100 % 100,
+                nccl % 100);
+  }
+#else
+  std::printf("NCCL            not built in (ppat::distributed needs it)\n");
+#endif
   return 0;
 }
 
@@ -221,6 +246,9 @@ int bench(const std::vector<std::string>& args) {
     bench_pattern(session);
     session.write_outputs();
   }
+#ifdef PPAT_BENCH_DISTRIBUTED
+  ppat_bench::bench_distributed(session);
+#endif
   return session.finish() ? 0 : 1;
 }
 

@@ -74,13 +74,32 @@ using reduce_tiny_tuning = tuning<256, 64, 4>;
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
 constexpr std::size_t reduce_tiny_bytes = 64 * 1024;
 
-template <bool Aligned, class T, class Op>
-void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call_context& call);
+// Where a reduction's result goes: `init` and then the items, into a T (the public call),
+// or the items alone into a partial that is absent when there are none (one rank's share of
+// a distributed reduce, which has no init of its own).
+template <class T>
+struct result_after_init {
+  T* out;
+  T init;
+  __device__ partial<T> start() const { return {init, true}; }
+  __device__ void write(const partial<T>& total) const { *out = total.value; }
+};
+template <class T>
+struct result_as_partial {
+  partial<T>* out;
+  __device__ partial<T> start() const { return {T{}, false}; }
+  __device__ void write(const partial<T>& total) const { *out = total; }
+};
+
+template <class T, class Result, class Op>
+void reduce_into(const T* in, std::size_t n, Result result, Op op, const call_context& call);
+template <bool Aligned, class T, class Result, class Op>
+void launch_reduce(const T* in, std::size_t n, Result result, Op op, const call_context& call);
 template <class T>
 struct block_results;
-template <class Shape, bool Commutative, bool Aligned, class T, class Op>
-__global__ void reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out,
-                                    T init, Op op);
+template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
+__global__ void reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results,
+                                    Result result, Op op);
 
 template <class T, class Op>
 void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
@@ -90,10 +109,15 @@ void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stre
   const call_context call(stream, function);
   require_device_readable(in, n, call, "in");
   require_device_readable(out, 1, call, "out");
+  reduce_into(in, n, result_after_init<T>{out, init}, op, call);
+}
+
+template <class T, class Result, class Op>
+void reduce_into(const T* in, std::size_t n, Result result, Op op, const call_context& call) {
   if (items_per_vector<T> == 1 || aligned_to(in, 16)) {
-    launch_reduce<true>(in, out, n, init, op, call);
+    launch_reduce<true>(in, n, result, op, call);
   } else if constexpr (items_per_vector<T> != 1) {
-    launch_reduce<false>(in, out, n, init, op, call);
+    launch_reduce<false>(in, n, result, op, call);
   }
 }
 
@@ -109,8 +133,8 @@ struct block_results {
   __device__ T* values() const { return reinterpret_cast<T*>(memory + values_offset); }
 };
 
-template <bool Aligned, class T, class Op>
-void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call_context& call) {
+template <bool Aligned, class T, class Result, class Op>
+void launch_reduce(const T* in, std::size_t n, Result result, Op op, const call_context& call) {
   constexpr int vec = items_per_vector<T>;
   using shape = reduce_tile_shape<reduce_tuning<T>, T, vec>;
   using small_shape = reduce_tile_shape<reduce_single_block_tuning, T, vec>;
@@ -118,13 +142,13 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call
   constexpr bool reorder = commutative<T, Op>;
   if (n * sizeof(T) <= reduce_tiny_bytes) {
     reduce_tiles_kernel<tiny_shape, reorder, Aligned>
-        <<<1, tiny_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, out, init, op);
+        <<<1, tiny_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, result, op);
     check_launch(call.function(), "reduce_tiles_kernel");
     return;
   }
   if (n <= std::size_t(reduce_single_block_tiles) * small_shape::tile_items) {
     reduce_tiles_kernel<small_shape, reorder, Aligned>
-        <<<1, small_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, out, init, op);
+        <<<1, small_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, result, op);
     check_launch(call.function(), "reduce_tiles_kernel");
     return;
   }
@@ -133,18 +157,18 @@ void launch_reduce(const T* in, T* out, std::size_t n, T init, Op op, const call
       std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * shape::blocks_per_sm));
   stream_scratch memory(block_results<T>::bytes_for(blocks), ticket_and_values, call);
   reduce_tiles_kernel<shape, reorder, Aligned><<<blocks, shape::threads, 0, call.stream()>>>(
-      in, n, block_results<T>{memory.data()}, out, init, op);
+      in, n, block_results<T>{memory.data()}, result, op);
   check_launch(call.function(), "reduce_tiles_kernel");
   memory.release();
 }
 
 // Block b reduces tiles [tiles * b / grid, tiles * (b + 1) / grid): a contiguous run, and at
-// least one tile since grid <= tiles. One block writes init op (its result) to `out`;
-// several write one result each to `results`, and the last of them writes init op (the
-// results in order).
-template <class Shape, bool Commutative, bool Aligned, class T, class Op>
+// least one tile since grid <= tiles. One block writes the start and then its result;
+// several write one result each to `results`, and the last of them writes the start and then
+// the results in order.
+template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
 __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
-    reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, T* out, T init,
+    reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, Result result,
                         Op op) {
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
@@ -219,7 +243,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
         warp_reduce(lane < Shape::warps ? warp_results[lane] : partial<T>{T{}, false}, op);
     if (lane == 0) {
       if (gridDim.x == 1) {
-        *out = block_result.valid ? op(init, block_result.value) : init;
+        result.write(then(result.start(), block_result, op));
       } else {
         results.values()[blockIdx.x] = block_result.value;
         is_last = last_to_finish(results.tickets(), gridDim.x);
@@ -238,7 +262,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
   // 2^24 items; with four a thread, the 8-byte kernels spilled.
   constexpr unsigned results_per_thread = 2;
   constexpr unsigned chunk = Shape::threads * results_per_thread;
-  partial<T> total{init, true};
+  partial<T> total = result.start();
   for (unsigned first = 0; first < gridDim.x; first += chunk) {
     const unsigned mine = first + threadIdx.x * results_per_thread;
     T values[results_per_thread];
@@ -262,7 +286,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
           op);
     }
   }
-  if (threadIdx.x == 0) *out = total.value;
+  if (threadIdx.x == 0) result.write(total);
 }
 
 }  // namespace detail

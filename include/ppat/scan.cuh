@@ -253,16 +253,29 @@ using scan_by_key_tuning = std::conditional_t<
 // 0.68x and 0.72x.
 using scan_small_input_tuning = tuning<256, 64, 4>;
 
+// What precedes a scan's first item: a value the host knows, or one that an earlier kernel
+// on the stream left in device memory (a distributed scan's prefix of the ranks before).
+template <class T>
+struct scan_start {
+  partial<T> value;
+  const partial<T>* in_memory = nullptr;
+
+  scan_start(partial<T> known) : value(known) {}  // implicit: a known start is passed as is
+  explicit scan_start(const partial<T>* left_by_a_kernel)
+      : value{T{}, false}, in_memory(left_by_a_kernel) {}
+  __device__ partial<T> get() const { return in_memory != nullptr ? *in_memory : value; }
+};
+
 template <class Source>
-void plain_scan(const Source& source, std::size_t n, partial<typename Source::item> start,
+void plain_scan(const Source& source, std::size_t n, scan_start<typename Source::item> start,
                 const call_context& call);
 template <class Shape, class Source>
 void launch_single_pass_scan(const Source& source, std::size_t n,
-                             partial<typename Source::item> start, const call_context& call);
+                             scan_start<typename Source::item> start, const call_context& call);
 template <class Shape, class Source>
 __global__ void single_pass_scan_kernel(Source source, std::size_t n,
                                         lookback_state<typename Source::item> state,
-                                        partial<typename Source::item> start);
+                                        scan_start<typename Source::item> start);
 
 template <bool Exclusive, class T, class Op>
 void scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
@@ -287,7 +300,7 @@ void scan(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream
 
 // 1- and 2-byte items too few to give every SM one production tile take smaller tiles.
 template <class Source>
-void plain_scan(const Source& source, std::size_t n, partial<typename Source::item> start,
+void plain_scan(const Source& source, std::size_t n, scan_start<typename Source::item> start,
                 const call_context& call) {
   using T = typename Source::item;
   using production_shape = scan_tile_of<scan_tuning<T>, T, Source::vec>;
@@ -332,7 +345,7 @@ void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op o
 
 template <class Shape, class Source>
 void launch_single_pass_scan(const Source& source, std::size_t n,
-                             partial<typename Source::item> start, const call_context& call) {
+                             scan_start<typename Source::item> start, const call_context& call) {
   using item = typename Source::item;
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
   require(tiles <= std::size_t(std::numeric_limits<int>::max()), call.function(), "n",
@@ -357,7 +370,7 @@ template <class Shape, class Source>
 __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     single_pass_scan_kernel(Source source, std::size_t n,
                             lookback_state<typename Source::item> state,
-                            partial<typename Source::item> start) {
+                            scan_start<typename Source::item> start) {
   using item = typename Source::item;
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
@@ -432,7 +445,9 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     const item through_warp = warp_inclusive_scan(warp_value, op);
     const item tile_total = shuffle_from(through_warp, Shape::warps - 1);
     const partial<item> before_warp{shuffle_up(through_warp, 1), lane > 0};
-    const partial<item> tile_prefix = lookback_prefix(state, tile, tile_total, start, op);
+    // Only tile 0 reads the start: the others have it through tile 0's inclusive prefix.
+    const partial<item> before_tiles = tile == 0 ? start.get() : start.value;
+    const partial<item> tile_prefix = lookback_prefix(state, tile, tile_total, before_tiles, op);
     if (lane < Shape::warps) warp_prefixes[lane] = then(tile_prefix, before_warp, op);
   }
   __syncthreads();

@@ -1,0 +1,404 @@
+// ppat::distributed: the patterns across GPUs, over an NCCL communicator the caller owns.
+//
+// Every rank (one GPU, one member of `comm`) calls the same function with its own shard, and
+// gets the single-GPU call's result on the concatenation of the shards in rank order. The
+// calls are collective: every rank makes them, in the same order, on a stream of the GPU
+// its rank belongs to.
+//
+//   ppat::distributed::reduce(comm, in, out, n, init, op, stream)       // out on every rank
+//   ppat::distributed::histogram_even(comm, samples, n, hist, num_bins, lower, upper, stream)
+//   ppat::distributed::inclusive_scan(comm, in, out, n, op, stream)     // out: this shard's
+//   ppat::distributed::exclusive_scan(comm, in, out, n, init, op, stream)
+//   ppat::distributed::sort_keys(comm, in, out, n, n_out, ord, stream)
+//   ppat::distributed::sort_pairs(comm, keys_in, keys_out, values_in, values_out, n, n_out,
+//                                 ord, stream)
+//   ppat::distributed::balanced_share(comm, n, stream)  // n_out for balanced shards
+//   ppat::distributed::transpose(comm, in, out, rows, cols, out_rows, stream)
+//
+//   ppat::distributed::select_if(comm, in, out, num_selected, selected_before, n, pred,
+//                                stream)
+//
+// A sort's output on rank r is the r-th run of the globally sorted sequence, n_out long:
+// every rank's n_out may differ from its n, as long as they add up to the same total (pass
+// n itself to keep the input sizes, or balanced_share's count to balance them). Ties keep
+// (rank, index) order: the sort is stable across ranks.
+//
+// transpose takes a matrix sharded by blocks of rows (rank r: `rows` rows of `cols`,
+// row-major, the blocks in rank order) and leaves its transpose sharded the same way: rank
+// r holds `out_rows` rows of the transpose (columns of the matrix, in rank order), each as
+// long as the matrix has rows in all.
+//
+// n is this rank's count; shards may differ in size, and may be empty. Bad arguments on
+// any rank throw std::invalid_argument on every rank, before any data moves: the ranks agree
+// on their checks through one all-reduce of a flag, the only point where a call waits for
+// its stream (a call captured into a graph skips the agreement and checks only its own
+// arguments). NCCL failures throw ppat::nccl_error, CUDA failures ppat::cuda_error, both
+// naming the ppat function.
+//
+// Needs NCCL (<nccl.h>, libnccl): CMake's ppat::distributed target, defined where NCCL is
+// found.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/arguments.cuh"
+#include "core/device.cuh"
+#include "core/error.cuh"
+#include "core/memory.cuh"
+#include "core/partial.cuh"
+#include "distributed/communicator.cuh"
+#include "distributed/sort.cuh"
+#include "histogram.cuh"
+#include "reduce.cuh"
+#include "scan.cuh"
+#include "select.cuh"
+#include "sort.cuh"
+#include "transpose.cuh"
+
+namespace ppat {
+namespace distributed {
+
+template <class T, class Op = plus>
+void reduce(ncclComm_t comm, const T* in, T* out, std::size_t n, T init = T{}, Op op = {},
+            cudaStream_t stream = 0);
+template <class Sample, class Counter, class Level>
+void histogram_even(ncclComm_t comm, const Sample* samples, std::size_t n, Counter* hist,
+                    int num_bins, Level lower, Level upper, cudaStream_t stream = 0);
+template <class T, class Op = plus>
+void inclusive_scan(ncclComm_t comm, const T* in, T* out, std::size_t n, Op op = {},
+                    cudaStream_t stream = 0);
+template <class T, class Op = plus>
+void exclusive_scan(ncclComm_t comm, const T* in, T* out, std::size_t n, T init = T{}, Op op = {},
+                    cudaStream_t stream = 0);
+
+template <class K>
+void sort_keys(ncclComm_t comm, const K* in, K* out, std::size_t n, std::size_t n_out,
+               order ord = order::ascending, cudaStream_t stream = 0);
+template <class K, class V>
+void sort_pairs(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                std::size_t n, std::size_t n_out, order ord = order::ascending,
+                cudaStream_t stream = 0);
+std::size_t balanced_share(ncclComm_t comm, std::size_t n, cudaStream_t stream = 0);
+template <class T>
+void transpose(ncclComm_t comm, const T* in, T* out, std::size_t rows, std::size_t cols,
+               std::size_t out_rows, cudaStream_t stream = 0);
+template <class T, class Pred>
+void select_if(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
+               std::size_t* selected_before, std::size_t n, Pred pred, cudaStream_t stream = 0);
+
+namespace detail {
+
+using namespace ppat::detail;
+
+template <class T, class Op>
+partial<T>* gather_shard_totals(ncclComm_t comm, const T* in, std::size_t n, Op op,
+                                const ranks& group, temporary_buffer<partial<T>>& totals,
+                                const call_context& call);
+template <class Count>
+__global__ void count_before_rank_kernel(const Count* counts, int rank, std::size_t* before);
+template <class T, class Op>
+__global__ void fold_ranks_kernel(const partial<T>* totals, int ranks, partial<T> start,
+                                  partial<T>* folded, T* out, Op op);
+template <bool Exclusive, class T, class Op>
+void scan(ncclComm_t comm, const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+          const char* function);
+
+}  // namespace detail
+
+// `init` and then every shard's items, in rank order, into `out` (one T) on every rank.
+template <class T, class Op>
+void reduce(ncclComm_t comm, const T* in, T* out, std::size_t n, T init, Op op,
+            cudaStream_t stream) {
+  constexpr const char* function = "ppat::distributed::reduce";
+  const detail::ranks group = detail::ranks_of(comm, function);
+  const detail::call_context call(stream, function);
+  detail::agree_on_arguments(comm, call, [&] {
+    detail::require_buffer(in, n, function, "in");
+    detail::require_buffer(out, 1, function, "out");
+    detail::require_device_readable(in, n, call, "in");
+    detail::require_device_readable(out, 1, call, "out");
+  });
+  detail::temporary_buffer<detail::partial<T>> totals(std::size_t(group.count) + 1, call);
+  detail::partial<T>* const gathered =
+      detail::gather_shard_totals(comm, in, n, op, group, totals, call);
+  detail::fold_ranks_kernel<<<1, 1, 0, call.stream()>>>(
+      gathered, group.count, detail::partial<T>{init, true}, gathered + group.count, out, op);
+  detail::check_launch(function, "fold_ranks_kernel");
+  totals.release();
+}
+
+// Every rank's samples counted into `hist` on every rank: each rank's histogram, summed.
+template <class Sample, class Counter, class Level>
+void histogram_even(ncclComm_t comm, const Sample* samples, std::size_t n, Counter* hist,
+                    int num_bins, Level lower, Level upper, cudaStream_t stream) {
+  constexpr const char* function = "ppat::distributed::histogram_even";
+  detail::ranks_of(comm, function);
+  const detail::call_context call(stream, function);
+  detail::agree_on_arguments(
+      comm, call,
+      [&] {
+        detail::require_histogram_buffers(samples, n, hist, num_bins, function);
+        detail::require_even_levels(lower, upper, function);
+        detail::require_histogram_readable(samples, n, hist, num_bins, call);
+      },
+      num_bins);
+  detail::count_even<1, 1>(samples, static_cast<const detail::unweighted*>(nullptr), n,
+                           std::array<Counter*, 1>{hist}, std::array<int, 1>{num_bins},
+                           std::array<Level, 1>{lower}, std::array<Level, 1>{upper}, call);
+  detail::check_nccl(ncclAllReduce(hist, hist, std::size_t(num_bins),
+                                   detail::nccl_type_of<Counter>(), ncclSum, comm, call.stream()),
+                     comm, function, "ncclAllReduce");
+}
+
+// out[i] of rank r: the items of every shard before r and of r's shard up to i, in order.
+template <class T, class Op>
+void inclusive_scan(ncclComm_t comm, const T* in, T* out, std::size_t n, Op op,
+                    cudaStream_t stream) {
+  detail::scan<false>(comm, in, out, n, T{}, op, stream, "ppat::distributed::inclusive_scan");
+}
+
+// out[i] of rank r: `init`, then the items of every shard before r and of r's shard before i.
+template <class T, class Op>
+void exclusive_scan(ncclComm_t comm, const T* in, T* out, std::size_t n, T init, Op op,
+                    cudaStream_t stream) {
+  detail::scan<true>(comm, in, out, n, init, op, stream, "ppat::distributed::exclusive_scan");
+}
+
+// Each rank keeps its own shard's selected items, in order, at `out`: the global selection
+// is the ranks' outputs in rank order. `num_selected` (device memory) gets this rank's count
+// and `selected_before` (device memory, or null) the count of the ranks before it.
+template <class T, class Pred>
+void select_if(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
+               std::size_t* selected_before, std::size_t n, Pred pred, cudaStream_t stream) {
+  constexpr const char* function = "ppat::distributed::select_if";
+  const detail::ranks group = detail::ranks_of(comm, function);
+  const detail::call_context call(stream, function);
+  detail::agree_on_arguments(comm, call, [&] {
+    detail::require_buffer(in, n, function, "in");
+    detail::require_buffer(out, n, function, "out");
+    detail::require_buffer(num_selected, 1, function, "num_selected");
+    detail::require(n < detail::select_max_items, function, "n", "must be below 2^48");
+    detail::require_disjoint(in, n, out, n, function, "in", "out");
+    detail::require_device_readable(in, n, call, "in");
+    detail::require_device_readable(out, n, call, "out");
+    detail::require_device_readable(num_selected, 1, call, "num_selected");
+    if (selected_before != nullptr) {
+      detail::require_disjoint(num_selected, 1, selected_before, 1, function, "num_selected",
+                               "selected_before");
+      detail::require_device_readable(selected_before, 1, call, "selected_before");
+    }
+  });
+  detail::select<false>(
+      detail::plain_selection<T, detail::predicate_rule<Pred>>{
+          in, out, nullptr, nullptr, nullptr, num_selected, n, {pred}},
+      function, call.stream());
+  static_assert(sizeof(std::size_t) == sizeof(unsigned long long), "counts go as 64-bit words");
+  detail::temporary_buffer<unsigned long long> counts(std::size_t(group.count), call);
+  detail::check_nccl(ncclAllGather(num_selected, counts.data(), 1, ncclUint64, comm, call.stream()),
+                     comm, function, "ncclAllGather");
+  if (selected_before != nullptr) {
+    detail::count_before_rank_kernel<<<1, 1, 0, call.stream()>>>(counts.data(), group.mine,
+                                                                 selected_before);
+    detail::check_launch(function, "count_before_rank_kernel");
+  }
+  counts.release();
+}
+
+template <class K>
+void sort_keys(ncclComm_t comm, const K* in, K* out, std::size_t n, std::size_t n_out, order ord,
+               cudaStream_t stream) {
+  detail::sort(comm, in, out, static_cast<const detail::no_values*>(nullptr),
+               static_cast<detail::no_values*>(nullptr), n, n_out, ord, stream,
+               "ppat::distributed::sort_keys");
+}
+
+template <class K, class V>
+void sort_pairs(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                std::size_t n, std::size_t n_out, order ord, cudaStream_t stream) {
+  detail::sort(comm, keys_in, keys_out, values_in, values_out, n, n_out, ord, stream,
+               "ppat::distributed::sort_pairs");
+}
+
+// n / ranks of the n items over all ranks, one more on the first n % ranks ranks.
+inline std::size_t balanced_share(ncclComm_t comm, std::size_t n, cudaStream_t stream) {
+  constexpr const char* function = "ppat::distributed::balanced_share";
+  const detail::ranks group = detail::ranks_of(comm, function);
+  const detail::call_context call(stream, function);
+  const std::vector<unsigned long long> sizes = detail::gather_on_host(comm, {n}, call);
+  unsigned long long total = 0;
+  for (unsigned long long size : sizes)
+    total += size;
+  const auto ranks = static_cast<unsigned long long>(group.count);
+  const auto mine = static_cast<unsigned long long>(group.mine);
+  return std::size_t(total / ranks + (mine < total % ranks ? 1 : 0));
+}
+
+// Each rank packs the columns each rank's output rows come from, sends them, and transposes
+// what it receives: the received blocks, in rank order, are the rows of the matrix restricted
+// to its own columns.
+template <class T>
+void transpose(ncclComm_t comm, const T* in, T* out, std::size_t rows, std::size_t cols,
+               std::size_t out_rows, cudaStream_t stream) {
+  ppat::detail::require_element_size<T>();
+  constexpr const char* function = "ppat::distributed::transpose";
+  const detail::ranks group = detail::ranks_of(comm, function);
+  const detail::call_context call(stream, function);
+  // rank r's (rows, cols, out_rows) at [3r, 3r + 3)
+  const std::vector<unsigned long long> sizes =
+      detail::gather_on_host(comm, {rows, cols, out_rows}, call);
+  const auto size_of = [&](int r, int which) {
+    return std::size_t(sizes[3 * std::size_t(r) + std::size_t(which)]);
+  };
+  std::size_t total_rows = 0, total_out_rows = 0;
+  bool same_cols = true;
+  for (int r = 0; r < group.count; ++r) {
+    total_rows += size_of(r, 0);
+    total_out_rows += size_of(r, 2);
+    same_cols = same_cols && size_of(r, 1) == cols;
+  }
+  // The same on every rank: every rank throws, or none.
+  detail::require(same_cols, function, "cols", "must be the same on every rank");
+  detail::require(total_out_rows == cols, function, "out_rows",
+                  "must add up, over the ranks, to 'cols'");
+  detail::agree_on_arguments(comm, call, [&] {
+    const std::size_t in_count = detail::checked_element_count(rows, cols, sizeof(T), function);
+    const std::size_t out_count =
+        detail::checked_element_count(out_rows, total_rows, sizeof(T), function);
+    detail::require_buffer(in, in_count, function, "in");
+    detail::require_buffer(out, out_count, function, "out");
+    detail::require_disjoint(in, in_count, out, out_count, function, "in", "out");
+    detail::require_device_readable(in, in_count, call, "in");
+    detail::require_device_readable(out, out_count, call, "out");
+  });
+  const int me = group.mine;
+  std::vector<std::size_t> row_first(1, 0), col_first(1, 0);
+  for (int r = 0; r < group.count; ++r) {
+    row_first.push_back(row_first.back() + size_of(r, 0));
+    col_first.push_back(col_first.back() + size_of(r, 2));
+  }
+  // Rank j's columns of this rank's rows, packed for it; the blocks this rank receives.
+  detail::temporary_buffer<T> packed(rows * (cols - out_rows), call);
+  detail::temporary_buffer<T> received(total_rows * out_rows, call);
+  const auto pack = [&](int j, T* to) {
+    const std::size_t width = size_of(j, 2);
+    if (rows == 0 || width == 0) return;
+    call.check(
+        cudaMemcpy2DAsync(to, width * sizeof(T), in + col_first[std::size_t(j)], cols * sizeof(T),
+                          width * sizeof(T), rows, cudaMemcpyDeviceToDevice, call.stream()),
+        "cudaMemcpy2DAsync");
+  };
+  std::vector<std::size_t> packed_first(1, 0);
+  for (int j = 0; j < group.count; ++j) {
+    if (j == me) {
+      pack(j, received.data() + row_first[std::size_t(me)] * out_rows);
+      packed_first.push_back(packed_first.back());
+    } else {
+      pack(j, packed.data() + packed_first.back());
+      packed_first.push_back(packed_first.back() + rows * size_of(j, 2));
+    }
+  }
+  detail::check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
+  for (int j = 0; j < group.count; ++j) {
+    if (j == me) continue;
+    const std::size_t send_bytes = rows * size_of(j, 2) * sizeof(T);
+    const std::size_t receive_bytes = size_of(j, 0) * out_rows * sizeof(T);
+    if (send_bytes != 0) {
+      detail::check_nccl(ncclSend(packed.data() + packed_first[std::size_t(j)], send_bytes,
+                                  ncclUint8, j, comm, call.stream()),
+                         comm, function, "ncclSend");
+    }
+    if (receive_bytes != 0) {
+      detail::check_nccl(ncclRecv(received.data() + row_first[std::size_t(j)] * out_rows,
+                                  receive_bytes, ncclUint8, j, comm, call.stream()),
+                         comm, function, "ncclRecv");
+    }
+  }
+  detail::check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
+  if (total_rows == 1 || out_rows == 1) {
+    detail::copy_elements(received.data(), out, total_rows * out_rows, call);
+  } else if (total_rows != 0 && out_rows != 0) {
+    detail::transpose_planes(received.data(), out,
+                             detail::matrix_layout(total_rows, out_rows, out_rows, total_rows),
+                             call);
+  }
+  received.release();
+  packed.release();
+}
+
+namespace detail {
+
+// Each rank reduces its shard; the totals of every rank, in rank order, are gathered into
+// totals[0, ranks) of every rank (totals[ranks] holds this rank's before it is sent). A
+// shard's total is a partial: absent when the shard is empty, so that no init is needed.
+template <bool Exclusive, class T, class Op>
+void scan(ncclComm_t comm, const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
+          const char* function) {
+  const ranks group = ranks_of(comm, function);
+  const call_context call(stream, function);
+  agree_on_arguments(comm, call, [&] {
+    require_buffer(in, n, function, "in");
+    require_buffer(out, n, function, "out");
+    require_same_or_disjoint(in, out, n, function);
+    require_device_readable(in, n, call, "in");
+    require_device_readable(out, n, call, "out");
+  });
+  temporary_buffer<partial<T>> totals(std::size_t(group.count) + 1, call);
+  partial<T>* const gathered = gather_shard_totals(comm, in, n, op, group, totals, call);
+  // What precedes this shard: the init of an exclusive scan, then the shards before it.
+  partial<T>* const before_shard = gathered + group.count;
+  fold_ranks_kernel<<<1, 1, 0, call.stream()>>>(gathered, group.mine, partial<T>{init, Exclusive},
+                                                before_shard, static_cast<T*>(nullptr), op);
+  check_launch(function, "fold_ranks_kernel");
+  if (n > 0) {
+    constexpr int vec = items_per_vector<T>;
+    const scan_start<T> start(static_cast<const partial<T>*>(before_shard));
+    if (vec == 1 || (aligned_to(in, 16) && aligned_to(out, 16))) {
+      plain_scan(plain_source<Exclusive, T, Op, vec, true>{in, out, op}, n, start, call);
+    } else if constexpr (vec != 1) {
+      plain_scan(plain_source<Exclusive, T, Op, vec, false>{in, out, op}, n, start, call);
+    }
+  }
+  totals.release();
+}
+
+template <class T, class Op>
+partial<T>* gather_shard_totals(ncclComm_t comm, const T* in, std::size_t n, Op op,
+                                const ranks& group, temporary_buffer<partial<T>>& totals,
+                                const call_context& call) {
+  partial<T>* const gathered = totals.data();
+  partial<T>* const mine = gathered + group.count;
+  reduce_into(in, n, result_as_partial<T>{mine}, op, call);
+  check_nccl(ncclAllGather(mine, gathered, sizeof(partial<T>), ncclUint8, comm, call.stream()),
+             comm, call.function(), "ncclAllGather");
+  return gathered;
+}
+
+// The counts of ranks [0, rank), added.
+template <class Count>
+__global__ void count_before_rank_kernel(const Count* counts, int rank, std::size_t* before) {
+  Count sum = 0;
+  for (int r = 0; r < rank; ++r)
+    sum += counts[r];
+  *before = std::size_t(sum);
+}
+
+// `start` and then totals[0, ranks), in order, into `folded` and, when given, `out`.
+template <class T, class Op>
+__global__ void fold_ranks_kernel(const partial<T>* totals, int ranks, partial<T> start,
+                                  partial<T>* folded, T* out, Op op) {
+  partial<T> through = start;
+  for (int r = 0; r < ranks; ++r)
+    through = then(through, totals[r], op);
+  *folded = through;
+  if (out != nullptr) *out = through.value;
+}
+
+}  // namespace detail
+}  // namespace distributed
+}  // namespace ppat

@@ -1,0 +1,416 @@
+// ppat::distributed::sort_keys and sort_pairs: each shard sorted locally, the boundaries of
+// the output shards found by a search on the device over every rank's sorted shard, the runs
+// exchanged with grouped sends and receives, and the received runs merged.
+#pragma once
+
+#include <nccl.h>
+
+#include <vector>
+
+#include "../sort.cuh"
+#include "communicator.cuh"
+
+namespace ppat::distributed::detail {
+
+template <class K, class V>
+void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+          std::size_t n, std::size_t n_out, order ord, cudaStream_t stream, const char* function);
+template <class K>
+std::vector<unsigned long long> split_sorted_shards(ncclComm_t comm, const K* sorted, std::size_t n,
+                                                    const std::vector<unsigned long long>& sizes,
+                                                    order ord, const ranks& group,
+                                                    const call_context& call);
+template <class K>
+__global__ void count_up_to_middles_kernel(const K* sorted, std::size_t n, order ord,
+                                           const typename radix_key<K>::image_type* lowest,
+                                           const typename radix_key<K>::image_type* highest,
+                                           int boundaries, unsigned long long* counts);
+template <class K>
+__global__ void narrow_kernel(const unsigned long long* counts, const unsigned long long* wanted,
+                              int boundaries, typename radix_key<K>::image_type* lowest,
+                              typename radix_key<K>::image_type* highest);
+template <class K>
+__global__ void count_below_and_at_kernel(const K* sorted, std::size_t n, order ord,
+                                          const typename radix_key<K>::image_type* at,
+                                          int boundaries, unsigned long long* below_and_at);
+template <class Count>
+__global__ void split_ties_kernel(const Count* below_and_at, const Count* wanted, int ranks,
+                                  Count* split);
+constexpr int boundary_threads = 128;
+template <class K, class V>
+void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K* keys_out,
+                V* values_out, order ord, const call_context& call);
+template <class K, class V>
+__global__ void merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count,
+                                  const K* b_keys, const V* b_values, std::size_t b_count,
+                                  K* keys_out, V* values_out, order ord);
+template <class K>
+__device__ typename radix_key<K>::image_type ordered_image(const K& key, order ord);
+constexpr int merge_threads = 256;
+constexpr int merge_items = 8;  // outputs a thread
+
+// Each shard sorted locally; then, for every boundary between output shards, how many of each
+// rank's sorted items come before it; the runs exchanged with grouped sends and receives;
+// and the runs each rank receives, in rank order, merged by a stable sort.
+template <class K, class V>
+void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+          std::size_t n, std::size_t n_out, order ord, cudaStream_t stream, const char* function) {
+  static_assert(radix_key<K>::supported,
+                "ppat sorts keys that are integers (not bool), float, double, __half or "
+                "__nv_bfloat16");
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  constexpr int key_bits = 8 * int(sizeof(K));
+  const ranks group = ranks_of(comm, function);
+  const call_context call(stream, function);
+  agree_on_arguments(comm, call, [&] {
+    const char* const in_name = has_values ? "keys_in" : "in";
+    const char* const out_name = has_values ? "keys_out" : "out";
+    require(ord == order::ascending || ord == order::descending, function, "ord",
+            "must be order::ascending or order::descending");
+    require_buffer(keys_in, n, function, in_name);
+    require_buffer(keys_out, n_out, function, out_name);
+    require_disjoint(keys_in, n, keys_out, n_out, function, in_name, out_name);
+    require_device_readable(keys_in, n, call, in_name);
+    require_device_readable(keys_out, n_out, call, out_name);
+    if constexpr (has_values) {
+      require_buffer(values_in, n, function, "values_in");
+      require_buffer(values_out, n_out, function, "values_out");
+      require_disjoint(values_in, n, values_out, n_out, function, "values_in", "values_out");
+      require_device_readable(values_in, n, call, "values_in");
+      require_device_readable(values_out, n_out, call, "values_out");
+    }
+  });
+  const std::vector<unsigned long long> sizes = gather_on_host(comm, {n, n_out}, call);
+  unsigned long long in_total = 0, out_total = 0;
+  for (int r = 0; r < group.count; ++r) {
+    in_total += sizes[2 * std::size_t(r)];
+    out_total += sizes[2 * std::size_t(r) + 1];
+  }
+  // Every rank sees the same sizes, so every rank throws here or none does.
+  require(in_total == out_total, function, "n_out",
+          "must add up, over the ranks, to the items of all shards");
+
+  temporary_buffer<K> sorted_keys(n, call);
+  temporary_buffer<value_or_char<V>> sorted_values(has_values ? n : 0, call);
+  V* const sorted_values_data = reinterpret_cast<V*>(sorted_values.data());
+  radix_sort(keys_in, sorted_keys.data(), values_in, sorted_values_data, n, ord, 0, key_bits,
+             call.stream(), function);
+  // split[i * (ranks + 1) + j]: the items of rank i's sorted shard before output shard j.
+  const std::vector<unsigned long long> split =
+      split_sorted_shards(comm, sorted_keys.data(), n, sizes, ord, group, call);
+  const auto split_at = [&](int i, int j) {
+    return split[std::size_t(i) * std::size_t(group.count + 1) + std::size_t(j)];
+  };
+
+  temporary_buffer<K> received_keys(n_out, call);
+  temporary_buffer<value_or_char<V>> received_values(has_values ? n_out : 0, call);
+  V* const received_values_data = reinterpret_cast<V*>(received_values.data());
+  const auto move = [&](const auto* from, auto* to, std::size_t count, int peer, bool send) {
+    const std::size_t bytes = count * sizeof(*from);
+    if (bytes == 0) return;
+    if (send) {
+      check_nccl(ncclSend(from, bytes, ncclUint8, peer, comm, call.stream()), comm, function,
+                 "ncclSend");
+    } else {
+      check_nccl(ncclRecv(to, bytes, ncclUint8, peer, comm, call.stream()), comm, function,
+                 "ncclRecv");
+    }
+  };
+  const int me = group.mine;
+  check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
+  std::size_t received = 0;
+  std::vector<std::size_t> run_first(1, 0);  // where each peer's run starts, in rank order
+  for (int peer = 0; peer < group.count; ++peer) {
+    const std::size_t send_first = split_at(me, peer);
+    const std::size_t send_count = split_at(me, peer + 1) - send_first;
+    const std::size_t receive_count = split_at(peer, me + 1) - split_at(peer, me);
+    if (peer == me) {
+      call.check(cudaMemcpyAsync(received_keys.data() + received, sorted_keys.data() + send_first,
+                                 send_count * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
+                 "cudaMemcpyAsync");
+      if constexpr (has_values) {
+        call.check(cudaMemcpyAsync(received_values_data + received, sorted_values_data + send_first,
+                                   send_count * sizeof(V), cudaMemcpyDeviceToDevice, call.stream()),
+                   "cudaMemcpyAsync");
+      }
+    } else {
+      move(sorted_keys.data() + send_first, static_cast<K*>(nullptr), send_count, peer, true);
+      move(static_cast<const K*>(nullptr), received_keys.data() + received, receive_count, peer,
+           false);
+      if constexpr (has_values) {
+        move(sorted_values_data + send_first, static_cast<V*>(nullptr), send_count, peer, true);
+        move(static_cast<const V*>(nullptr), received_values_data + received, receive_count, peer,
+             false);
+      }
+    }
+    received += receive_count;
+    run_first.push_back(received);
+  }
+  check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
+  merge_runs(received_keys.data(), received_values_data, run_first, keys_out, values_out, ord,
+             call);
+  received_values.release();
+  received_keys.release();
+  sorted_values.release();
+  sorted_keys.release();
+}
+
+// The sorted runs [run_first[r], run_first[r + 1]) of `keys` (and `values`), merged in
+// rounds of neighbouring pairs, the earlier run winning ties: stable, so ties stay in (rank,
+// index) order. The rounds alternate between the output and a buffer of the same size,
+// starting so that the last one writes the output.
+template <class K, class V>
+void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K* keys_out,
+                V* values_out, order ord, const call_context& call) {
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  const std::size_t total = run_first.back();
+  std::vector<std::size_t> runs;  // the non-empty runs' bounds
+  runs.push_back(0);
+  for (std::size_t r = 1; r < run_first.size(); ++r)
+    if (run_first[r] != run_first[r - 1]) runs.push_back(run_first[r]);
+  if (total == 0) return;
+  int rounds = 0;
+  for (std::size_t count = runs.size() - 1; count > 1; count = (count + 1) / 2)
+    ++rounds;
+  if (rounds == 0) {
+    call.check(
+        cudaMemcpyAsync(keys_out, keys, total * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
+        "cudaMemcpyAsync");
+    if constexpr (has_values) {
+      call.check(cudaMemcpyAsync(values_out, values, total * sizeof(V), cudaMemcpyDeviceToDevice,
+                                 call.stream()),
+                 "cudaMemcpyAsync");
+    }
+    return;
+  }
+  temporary_buffer<K> spare_keys(rounds > 1 ? total : 0, call);
+  temporary_buffer<value_or_char<V>> spare_values(rounds > 1 && has_values ? total : 0, call);
+  K* from_keys = keys;
+  V* from_values = values;
+  for (int round = 0; round < rounds; ++round) {
+    const bool to_output = (rounds - 1 - round) % 2 == 0;
+    K* const to_keys = to_output ? keys_out : spare_keys.data();
+    V* const to_values = to_output ? values_out : reinterpret_cast<V*>(spare_values.data());
+    std::vector<std::size_t> merged(1, 0);
+    for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
+      const std::size_t a = runs[r], b = runs[r + 1];
+      const std::size_t end = r + 2 < runs.size() ? runs[r + 2] : b;
+      const std::size_t outputs = end - a;
+      const unsigned blocks = unsigned(ceil_div(outputs, std::size_t(merge_threads) * merge_items));
+      merge_pair_kernel<<<blocks, merge_threads, 0, call.stream()>>>(
+          from_keys + a, has_values ? from_values + a : nullptr, b - a, from_keys + b,
+          has_values ? from_values + b : nullptr, end - b, to_keys + a,
+          has_values ? to_values + a : nullptr, ord);
+      check_launch(call.function(), "merge_pair_kernel");
+      merged.push_back(end);
+    }
+    runs = merged;
+    from_keys = to_keys;
+    from_values = to_values;
+  }
+  spare_values.release();
+  spare_keys.release();
+}
+
+// Thread t writes outputs [t x items, (t + 1) x items): it finds how many of the first of
+// them come from run a by a binary search along its diagonal (a's item first on ties), then
+// merges its items one by one.
+template <class K, class V>
+__global__ void __launch_bounds__(merge_threads)
+    merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count, const K* b_keys,
+                      const V* b_values, std::size_t b_count, K* keys_out, V* values_out,
+                      order ord) {
+  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  const std::size_t total = a_count + b_count;
+  const std::size_t first =
+      (std::size_t(blockIdx.x) * merge_threads + threadIdx.x) * std::size_t(merge_items);
+  if (first >= total) return;
+  std::size_t low = first > b_count ? first - b_count : 0;
+  std::size_t high = first < a_count ? first : a_count;
+  while (low < high) {
+    const std::size_t middle = low + (high - low) / 2;
+    // a[middle] comes before b[first - 1 - middle] unless b's is strictly earlier.
+    if (ordered_image(b_keys[first - 1 - middle], ord) < ordered_image(a_keys[middle], ord)) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  std::size_t i = low, j = first - low;
+  const std::size_t end = first + merge_items < total ? first + merge_items : total;
+  for (std::size_t k = first; k < end; ++k) {
+    const bool from_a =
+        j >= b_count ||
+        (i < a_count && !(ordered_image(b_keys[j], ord) < ordered_image(a_keys[i], ord)));
+    if (from_a) {
+      keys_out[k] = a_keys[i];
+      if constexpr (has_values) values_out[k] = a_values[i];
+      ++i;
+    } else {
+      keys_out[k] = b_keys[j];
+      if constexpr (has_values) values_out[k] = b_values[j];
+      ++j;
+    }
+  }
+}
+
+// For each boundary b between output shards, the key (as its ordered image v) at global
+// position b: the smallest v with at least b items at or below it over all ranks, found by
+// halving [0, 2^bits) once a bit, each step one count a boundary on every rank and one
+// all-reduce, all on the stream. Items below v come before the boundary; those equal to v
+// are taken in rank order until it is reached, which keeps ties in (rank, index) order.
+// Returns, on the host, split[i * (ranks + 1) + j]: the items of rank i before boundary j.
+template <class K>
+std::vector<unsigned long long> split_sorted_shards(ncclComm_t comm, const K* sorted, std::size_t n,
+                                                    const std::vector<unsigned long long>& sizes,
+                                                    order ord, const ranks& group,
+                                                    const call_context& call) {
+  using image = typename radix_key<K>::image_type;
+  const int ranks = group.count;
+  const std::size_t columns = std::size_t(ranks) + 1;
+  std::vector<unsigned long long> split(std::size_t(ranks) * columns, 0);
+  for (int i = 0; i < ranks; ++i)
+    split[std::size_t(i) * columns + std::size_t(ranks)] = sizes[2 * std::size_t(i)];
+  const int boundaries = ranks - 1;
+  if (boundaries == 0) return split;
+
+  // wanted[j]: the output items before boundary j + 1.
+  std::vector<unsigned long long> wanted(static_cast<std::size_t>(boundaries));
+  unsigned long long through = 0;
+  for (int j = 0; j < boundaries; ++j) {
+    through += sizes[2 * std::size_t(j) + 1];
+    wanted[std::size_t(j)] = through;
+  }
+  const std::size_t b = std::size_t(boundaries);
+  const unsigned grid = unsigned(ceil_div(b, boundary_threads));
+  temporary_buffer<unsigned long long> counts(
+      b + b + 2 * b * (std::size_t(ranks) + 1) + b * columns, call);
+  unsigned long long* const wanted_on_device = counts.data() + b;
+  unsigned long long* const below_and_at = wanted_on_device + b;  // [rank][boundary][2], mine last
+  unsigned long long* const split_on_device = below_and_at + 2 * b * (std::size_t(ranks) + 1);
+  temporary_buffer<image> range(2 * b, call);
+  image* const lowest = range.data();
+  image* const highest = range.data() + b;
+  call.check(cudaMemcpyAsync(wanted_on_device, wanted.data(), b * sizeof(unsigned long long),
+                             cudaMemcpyHostToDevice, call.stream()),
+             "cudaMemcpyAsync");
+  call.check(cudaMemsetAsync(lowest, 0, b * sizeof(image), call.stream()), "cudaMemsetAsync");
+  call.check(cudaMemsetAsync(highest, 0xFF, b * sizeof(image), call.stream()), "cudaMemsetAsync");
+  for (int step = 0; step < 8 * int(sizeof(image)); ++step) {
+    count_up_to_middles_kernel<<<grid, boundary_threads, 0, call.stream()>>>(
+        sorted, n, ord, lowest, highest, boundaries, counts.data());
+    check_launch(call.function(), "count_up_to_middles_kernel");
+    check_nccl(
+        ncclAllReduce(counts.data(), counts.data(), b, ncclUint64, ncclSum, comm, call.stream()),
+        comm, call.function(), "ncclAllReduce");
+    narrow_kernel<K><<<grid, boundary_threads, 0, call.stream()>>>(counts.data(), wanted_on_device,
+                                                                   boundaries, lowest, highest);
+    check_launch(call.function(), "narrow_kernel");
+  }
+  unsigned long long* const mine = below_and_at + 2 * b * std::size_t(ranks);
+  count_below_and_at_kernel<<<grid, boundary_threads, 0, call.stream()>>>(sorted, n, ord, lowest,
+                                                                          boundaries, mine);
+  check_launch(call.function(), "count_below_and_at_kernel");
+  check_nccl(ncclAllGather(mine, below_and_at, 2 * b, ncclUint64, comm, call.stream()), comm,
+             call.function(), "ncclAllGather");
+  split_ties_kernel<<<grid, boundary_threads, 0, call.stream()>>>(below_and_at, wanted_on_device,
+                                                                  ranks, split_on_device);
+  check_launch(call.function(), "split_ties_kernel");
+  std::vector<unsigned long long> inner(std::size_t(ranks) * b);
+  call.check(
+      cudaMemcpyAsync(inner.data(), split_on_device, inner.size() * sizeof(unsigned long long),
+                      cudaMemcpyDeviceToHost, call.stream()),
+      "cudaMemcpyAsync");
+  call.check(cudaStreamSynchronize(call.stream()), "cudaStreamSynchronize");
+  range.release();
+  counts.release();
+  for (int i = 0; i < ranks; ++i)
+    for (int j = 0; j < boundaries; ++j)
+      split[std::size_t(i) * columns + std::size_t(j) + 1] =
+          inner[std::size_t(i) * b + std::size_t(j)];
+  return split;
+}
+
+// The key's place in the sort order as an unsigned integer: its image, flipped for descending.
+template <class K>
+__device__ typename radix_key<K>::image_type ordered_image(const K& key, order ord) {
+  using image = typename radix_key<K>::image_type;
+  const image bits = radix_key<K>::image(key);
+  return ord == order::ascending ? bits : image(~bits);
+}
+
+// Sorted items whose ordered image is below `v` (or, with AtOrBelow, at or below it).
+template <bool AtOrBelow, class K>
+__device__ unsigned long long count_before(const K* sorted, std::size_t n, order ord,
+                                           typename radix_key<K>::image_type v) {
+  std::size_t low = 0, high = n;
+  while (low < high) {
+    const std::size_t middle = low + (high - low) / 2;
+    const auto at = ordered_image(sorted[middle], ord);
+    if (AtOrBelow ? at <= v : at < v) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+template <class K>
+__global__ void count_up_to_middles_kernel(const K* sorted, std::size_t n, order ord,
+                                           const typename radix_key<K>::image_type* lowest,
+                                           const typename radix_key<K>::image_type* highest,
+                                           int boundaries, unsigned long long* counts) {
+  const int j = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (j >= boundaries) return;
+  const auto middle = lowest[j] + (highest[j] - lowest[j]) / 2;
+  counts[j] = count_before<true>(sorted, n, ord, middle);
+}
+
+template <class K>
+__global__ void narrow_kernel(const unsigned long long* counts, const unsigned long long* wanted,
+                              int boundaries, typename radix_key<K>::image_type* lowest,
+                              typename radix_key<K>::image_type* highest) {
+  const int j = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (j >= boundaries || lowest[j] == highest[j]) return;
+  const auto middle = lowest[j] + (highest[j] - lowest[j]) / 2;
+  if (counts[j] >= wanted[j]) {
+    highest[j] = middle;
+  } else {
+    lowest[j] = middle + 1;
+  }
+}
+
+template <class K>
+__global__ void count_below_and_at_kernel(const K* sorted, std::size_t n, order ord,
+                                          const typename radix_key<K>::image_type* at,
+                                          int boundaries, unsigned long long* below_and_at) {
+  const int j = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (j >= boundaries) return;
+  const unsigned long long below = count_before<false>(sorted, n, ord, at[j]);
+  below_and_at[2 * j] = below;
+  below_and_at[2 * j + 1] = count_before<true>(sorted, n, ord, at[j]) - below;
+}
+
+// Boundary j (thread j): every rank's items below the boundary key, then those equal to it
+// in rank order until the boundary's position is reached.
+template <class Count>
+__global__ void split_ties_kernel(const Count* below_and_at, const Count* wanted, int ranks,
+                                  Count* split) {
+  const int boundaries = ranks - 1;
+  const int j = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (j >= boundaries) return;
+  const auto below = [&](int r) { return below_and_at[(std::size_t(r) * boundaries + j) * 2]; };
+  const auto at = [&](int r) { return below_and_at[(std::size_t(r) * boundaries + j) * 2 + 1]; };
+  Count all_below = 0;
+  for (int r = 0; r < ranks; ++r)
+    all_below += below(r);
+  Count ties_left = wanted[j] - all_below;
+  for (int r = 0; r < ranks; ++r) {
+    const Count taken = at(r) < ties_left ? at(r) : ties_left;
+    split[std::size_t(r) * boundaries + j] = below(r) + taken;
+    ties_left -= taken;
+  }
+}
+
+}  // namespace ppat::distributed::detail
