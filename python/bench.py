@@ -1,0 +1,209 @@
+"""ppat from Python beside PyTorch and CuPy on the same arrays.
+
+    python python/bench.py [--log2 28] [--small-log2 16] [--out DIR]
+
+Each call is timed with CUDA events on the framework's current stream: a few calls to
+warm up, then the median of many samples, a sample being the time of a run of back-to-back
+calls divided by their number. At small sizes that time
+is the call's cost as a Python program sees it: launch and host overhead included. At
+large sizes a run is 4 calls, so that the host's work for a call overlaps the device's
+work for the one before, as in a program that does not wait between calls. GB/s
+counts the bytes a call must move (inputs read once, outputs written once); "% copy" is
+against a device-to-device copy of the same bytes timed in the same run; "vs X" is X's time
+over ppat's (above 1.00x: ppat is faster). Writes DIR/bench.json, and DIR/bench.png where
+matplotlib is installed.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import warnings
+
+import torch
+
+# The folder of this script holds the package's sources, without the built module: the
+# installed ppat is the one to measure.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+import ppat  # noqa: E402
+
+try:
+    import cupy
+except ImportError:
+    cupy = None
+
+
+def time_call(fn, large: bool) -> float:
+    """Median seconds a call."""
+    calls = 4 if large else 50
+    samples = 11 if large else 31
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(samples):
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3 / calls)
+    return statistics.median(times)
+
+
+def cupy_call(fn):
+    """A CuPy call made on torch's current stream, so that the events time it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # cupy 14 renamed it
+        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+    def call():
+        with stream:
+            return fn()
+    return call
+
+
+def cases(log2: int):
+    """(name, bytes moved, ppat call, {peer: call}) at 2^log2 items."""
+    n = 1 << log2
+    g = torch.Generator(device="cuda").manual_seed(log2)
+    f32 = torch.rand(n, device="cuda", generator=g)
+    i32 = torch.randint(-(1 << 31), (1 << 31) - 1, (n,), device="cuda", dtype=torch.int32,
+                        generator=g)
+    mask = torch.rand(n, device="cuda", generator=g) < 0.5
+    side = 1 << (log2 // 2)
+    matrix = f32.view(side, n // side)
+    d = 1 << (log2 // 4)
+    tensor4 = f32.view(d, d, d, n // (d * d * d))
+    axes = (0, 2, 3, 1)
+    c = cupy.asarray(f32) if cupy is not None else None
+    cmask = cupy.asarray(mask) if cupy is not None else None
+    c4 = c.reshape(tensor4.shape) if c is not None else None
+    cmatrix = c.reshape(matrix.shape) if c is not None else None
+    selected = int(mask.sum())
+
+    def with_cupy(peers, name, fn):
+        if cupy is not None:
+            peers[name] = cupy_call(fn)
+        return peers
+
+    yield ("sort f32", 8 * n, lambda: ppat.sort(f32),
+           with_cupy({"torch.sort": lambda: torch.sort(f32, stable=True)}, "cupy.sort",
+                     lambda: cupy.sort(c)))
+    yield ("sort i32", 8 * n, lambda: ppat.sort(i32),
+           {"torch.sort": lambda: torch.sort(i32, stable=True)})
+    yield ("argsort f32", 4 * n + 8 * n, lambda: ppat.argsort(f32),
+           with_cupy({"torch.argsort": lambda: torch.argsort(f32, stable=True)}, "cupy.argsort",
+                     lambda: cupy.argsort(c)))
+    yield ("cumsum f32", 8 * n, lambda: ppat.inclusive_scan(f32),
+           with_cupy({"torch.cumsum": lambda: torch.cumsum(f32, 0)}, "cupy.cumsum",
+                     lambda: cupy.cumsum(c)))
+    yield ("cumsum i32", 8 * n, lambda: ppat.inclusive_scan(i32),
+           {"torch.cumsum": lambda: torch.cumsum(i32, 0, dtype=torch.int32)})
+    yield ("sum f32", 4 * n, lambda: ppat.reduce(f32),
+           with_cupy({"torch.sum": lambda: torch.sum(f32)}, "cupy.sum", lambda: cupy.sum(c)))
+    yield ("histc f32 256 bins", 4 * n, lambda: ppat.histogram_even(f32, 256, 0.0, 1.0,
+                                                                     dtype="int32"),
+           with_cupy({"torch.histc": lambda: torch.histc(f32, 256, 0.0, 1.0)},
+                     "cupy.histogram", lambda: cupy.histogram(c, 256, (0.0, 1.0))))
+    yield (f"transpose f32 {tuple(matrix.shape)}", 8 * n, lambda: ppat.transpose(matrix),
+           with_cupy({"torch .t().contiguous()": lambda: matrix.t().contiguous()},
+                     "cupy.ascontiguousarray(.T)", lambda: cupy.ascontiguousarray(cmatrix.T)))
+    yield (f"permute f32 {tuple(tensor4.shape)} {axes}", 8 * n,
+           lambda: ppat.permute(tensor4, axes),
+           with_cupy({"torch .permute().contiguous()":
+                      lambda: tensor4.permute(axes).contiguous()},
+                     "cupy.ascontiguousarray(.transpose)",
+                     lambda: cupy.ascontiguousarray(c4.transpose(axes))))
+    yield ("masked_select f32", 4 * n + n + 4 * selected, lambda: ppat.select(f32, mask),
+           with_cupy({"torch.masked_select": lambda: torch.masked_select(f32, mask)},
+                     "cupy x[mask]", lambda: c[cmask]))
+
+
+def copy_seconds(nbytes: int) -> float:
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return time_call(lambda: dst.copy_(src), True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log2", type=int, default=28, help="log2 of the large size")
+    parser.add_argument("--small-log2", type=int, default=16, help="log2 of the small size")
+    parser.add_argument("--out", default=".", help="folder for bench.json and bench.png")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"cupy {cupy.__version__ if cupy else 'absent'}")
+    try:
+        import cuda.compute  # noqa: F401
+
+        print("cuda.compute is installed; ppat's bench does not call it yet")
+    except ImportError:
+        print("cuda.compute is not installed: no cuda.compute column")
+    rows = []
+    for log2 in (args.small_log2, args.log2):
+        large = log2 >= 24
+        # Seconds a byte moved: a copy of B bytes reads B and writes B.
+        per_copy = copy_seconds(8 << log2) / (2 * (8 << log2)) if large else None
+        print(f"\n2^{log2} items" + (" (times a call, back to back)" if not large else ""))
+        print(f"{'call':44} {'ppat us':>9} {'GB/s':>7} {'% copy':>7}   peers: time, ppat vs peer")
+        for name, nbytes, call, peers in cases(log2):
+            seconds = time_call(call, large)
+            row = {"call": name, "log2": log2, "ppat_us": seconds * 1e6,
+                   "gbps": nbytes / seconds / 1e9, "peers": {}}
+            if per_copy is not None:
+                row["percent_copy"] = 100 * per_copy * nbytes / seconds
+            for peer, peer_call in peers.items():
+                peer_seconds = time_call(peer_call, large)
+                row["peers"][peer] = {"us": peer_seconds * 1e6, "ratio": peer_seconds / seconds}
+            rows.append(row)
+            copy_text = f"{row['percent_copy']:6.1f}%" if per_copy is not None else "      -"
+            peer_text = "  ".join(f"{p} {v['us']:.1f} us {v['ratio']:.2f}x"
+                                  for p, v in row["peers"].items())
+            print(f"{name:44} {seconds * 1e6:9.1f} {row['gbps']:7.0f} {copy_text}   {peer_text}")
+            sys.stdout.flush()
+            torch.cuda.empty_cache()
+    with open(os.path.join(args.out, "bench.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    chart(rows, os.path.join(args.out, "bench.png"))
+
+
+def chart(rows, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart")
+        return
+    sizes = sorted({r["log2"] for r in rows})
+    fig, axes = plt.subplots(1, len(sizes), figsize=(7 * len(sizes), 6), squeeze=False)
+    for ax, log2 in zip(axes[0], sizes):
+        here = [r for r in rows if r["log2"] == log2]
+        labels = [r["call"] for r in here]
+        best = [max(v["ratio"] for v in r["peers"].values()) for r in here]
+        worst = [min(v["ratio"] for v in r["peers"].values()) for r in here]
+        y = range(len(here))
+        ax.barh([i + 0.2 for i in y], best, height=0.4, label="vs the slowest peer")
+        ax.barh([i - 0.2 for i in y], worst, height=0.4, label="vs the fastest peer")
+        ax.axvline(1.0, color="black", linewidth=1)
+        ax.set_yticks(list(y))
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("peer time / ppat time (above 1: ppat faster)")
+        ax.set_title(f"ppat from Python, 2^{log2} items")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"chart: {path}")
+
+
+if __name__ == "__main__":
+    main()
