@@ -94,10 +94,19 @@ if wants sanitizers; then
   done)
   # Every tool on every suite side by side, one process each: the GPU is shared, the CPU
   # time is not, and the slowest suite then sets the time once rather than once a tool.
+  # NCCL's communicator set-up asks cudaFuncGetAttributes about kernels it holds no image of
+  # for this GPU (error 209), and memcheck counts each as an error: 156 in the distributed
+  # suite on the H200 with NCCL 2.28.3, all API errors (none are left without their reports;
+  # every one printed is inside ncclCommInitAll). That suite is checked without API error
+  # reports: memory accesses stay checked, and the tests check every CUDA call of their own
+  # and of ppat.
   for tool in memcheck racecheck synccheck; do
     for suite in $suites; do
+      api_errors=()
+      [ "$suite" != test_distributed ] || api_errors=(--report-api-errors no)
       PPAT_TEST_MAX_ITEMS=$sanitizer_max_items compute-sanitizer --tool "$tool" --print-limit 20 \
-        "$build/tests/$suite" --gtest_filter="$sanitizer_filter" >"$out/$tool-$suite.log" 2>&1 &
+        "${api_errors[@]}" "$build/tests/$suite" --gtest_filter="$sanitizer_filter" \
+        >"$out/$tool-$suite.log" 2>&1 &
     done
   done
   wait
