@@ -90,14 +90,22 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
   require(in_total == out_total, function, "n_out",
           "must add up, over the ranks, to the items of all shards");
 
-  temporary_buffer<K> sorted_keys(n, call);
-  temporary_buffer<value_or_char<V>> sorted_values(has_values ? n : 0, call);
-  V* const sorted_values_data = reinterpret_cast<V*>(sorted_values.data());
-  radix_sort(keys_in, sorted_keys.data(), values_in, sorted_values_data, n, ord, 0, key_bits,
+  // The shard is sorted into the output where it fits (n_out >= n, as with balanced or kept
+  // sizes): the exchange reads it from there before the merge writes the output, so the call
+  // holds one buffer of its size (the received runs) beside the caller's, not two, and the
+  // largest shard a GPU can sort grows by a third.
+  const bool sort_in_output = n_out >= n;
+  temporary_buffer<K> sorted_keys_apart(sort_in_output ? 0 : n, call);
+  temporary_buffer<value_or_char<V>> sorted_values_apart(has_values && !sort_in_output ? n : 0,
+                                                         call);
+  K* const sorted_keys = sort_in_output ? keys_out : sorted_keys_apart.data();
+  V* const sorted_values_data =
+      sort_in_output ? values_out : reinterpret_cast<V*>(sorted_values_apart.data());
+  radix_sort(keys_in, sorted_keys, values_in, sorted_values_data, n, ord, 0, key_bits,
              call.stream(), function);
   // split[i * (ranks + 1) + j]: the items of rank i's sorted shard before output shard j.
   const std::vector<unsigned long long> split =
-      split_sorted_shards(comm, sorted_keys.data(), n, sizes, ord, group, call);
+      split_sorted_shards(comm, sorted_keys, n, sizes, ord, group, call);
   const auto split_at = [&](int i, int j) {
     return split[std::size_t(i) * std::size_t(group.count + 1) + std::size_t(j)];
   };
@@ -125,7 +133,7 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
     const std::size_t send_count = split_at(me, peer + 1) - send_first;
     const std::size_t receive_count = split_at(peer, me + 1) - split_at(peer, me);
     if (peer == me) {
-      call.check(cudaMemcpyAsync(received_keys.data() + received, sorted_keys.data() + send_first,
+      call.check(cudaMemcpyAsync(received_keys.data() + received, sorted_keys + send_first,
                                  send_count * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
                  "cudaMemcpyAsync");
       if constexpr (has_values) {
@@ -134,7 +142,7 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
                    "cudaMemcpyAsync");
       }
     } else {
-      move(sorted_keys.data() + send_first, static_cast<K*>(nullptr), send_count, peer, true);
+      move(sorted_keys + send_first, static_cast<K*>(nullptr), send_count, peer, true);
       move(static_cast<const K*>(nullptr), received_keys.data() + received, receive_count, peer,
            false);
       if constexpr (has_values) {
@@ -151,8 +159,8 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
              call);
   received_values.release();
   received_keys.release();
-  sorted_values.release();
-  sorted_keys.release();
+  sorted_values_apart.release();
+  sorted_keys_apart.release();
 }
 
 // The sorted runs [run_first[r], run_first[r + 1]) of `keys` (and `values`), merged in
