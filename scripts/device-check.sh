@@ -28,7 +28,7 @@ mkdir -p "$out"
 report=$out/device-check.txt
 build=build/release
 sanitizer_max_items=300000
-sanitizer_filter='-*huge*:*cuda_failure*:pointers.host*:pointers.freed*:streams.per_thread*:streams.destroyed*:default_stream_per_thread.*'
+sanitizer_filter='-*huge*:*cuda_failure*:*one_process_per_gpu*:pointers.host*:pointers.freed*:streams.per_thread*:streams.destroyed*:default_stream_per_thread.*'
 
 tree_hash() {
   find CMakeLists.txt include src tests bench -type f \

@@ -1,16 +1,27 @@
-// ppat::distributed on every visible GPU, one rank each, one host thread a rank
-// (ncclCommInitAll): each call against the single-GPU reference on the concatenation of the
-// shards, with shards of uneven sizes, an empty one, and bad arguments on one rank only.
+// ppat::distributed on one and two GPUs, one rank each: each call against the host
+// reference on the concatenation of the shards, with shards of uneven sizes, an empty one,
+// every item on one rank; sorts of tied, equal, already sorted and reversed keys, apart and
+// in place; bad arguments on one rank only; NCCL failures; both launch styles (a host thread
+// a rank under ncclCommInitAll, and a process a rank under ncclCommInitRank, this binary
+// starting itself once a rank); and 2^34 keys a GPU sorted in place, checked on the device.
 #include <ppat/distributed.cuh>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <iterator>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "support.hpp"
+
+extern char** environ;  // the process environment, passed on to the ranks it starts
 
 namespace {
 
@@ -61,10 +72,18 @@ class ranks_on_gpus {
   ncclResult_t status_ = ncclSuccess;
 };
 
-// Shard sizes for `ranks` ranks over `total` items: uneven, and the second shard empty
-// where there are two or more.
-std::vector<std::size_t> uneven_shards(int ranks, std::size_t total) {
+// How `total` items are spread over the ranks.
+enum class layout {
+  uneven,      // uneven shards, the second one empty where there are two or more ranks
+  all_on_last  // every item on the last rank, the others empty
+};
+
+std::vector<std::size_t> shard_sizes(int ranks, std::size_t total, layout shards) {
   std::vector<std::size_t> sizes(std::size_t(ranks), 0);
+  if (shards == layout::all_on_last) {
+    sizes.back() = total;
+    return sizes;
+  }
   std::size_t left = total;
   for (int r = 0; r < ranks; ++r) {
     if (r == 1) continue;
@@ -82,11 +101,11 @@ std::vector<std::size_t> offsets_of(const std::vector<std::size_t>& sizes) {
   return first;
 }
 
-void reduce_on(int ranks, std::size_t total) {
+void reduce_on(int ranks, std::size_t total, layout shards = layout::uneven) {
   ranks_on_gpus group(ranks);
   ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
   const auto all = ppat_test::random_integers<long long>(total, -1000000, 1000000);
-  const auto sizes = uneven_shards(ranks, total);
+  const auto sizes = shard_sizes(ranks, total, shards);
   const auto first = offsets_of(sizes);
   const long long init = 12345;
   const long long expected = std::accumulate(all.begin(), all.end(), init);
@@ -110,11 +129,11 @@ void reduce_on(int ranks, std::size_t total) {
 }
 
 template <bool Exclusive>
-void scan_on(int ranks, std::size_t total) {
+void scan_on(int ranks, std::size_t total, layout shards = layout::uneven) {
   ranks_on_gpus group(ranks);
   ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
   const auto all = ppat_test::random_integers<int>(total, -1000, 1000);
-  const auto sizes = uneven_shards(ranks, total);
+  const auto sizes = shard_sizes(ranks, total, shards);
   const auto first = offsets_of(sizes);
   const int init = 77;
   std::vector<int> expected(total);
@@ -146,12 +165,12 @@ void scan_on(int ranks, std::size_t total) {
   });
 }
 
-void histogram_on(int ranks, std::size_t total) {
+void histogram_on(int ranks, std::size_t total, layout shards = layout::uneven) {
   ranks_on_gpus group(ranks);
   ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
   const int bins = 1000;
   const auto all = ppat_test::random_integers<int>(total, -50, 1100);  // some outside [0, 1000)
-  const auto sizes = uneven_shards(ranks, total);
+  const auto sizes = shard_sizes(ranks, total, shards);
   const auto first = offsets_of(sizes);
   std::vector<unsigned> expected(bins, 0);
   for (int v : all)
@@ -169,25 +188,61 @@ void histogram_on(int ranks, std::size_t total) {
   });
 }
 
-// Keys with many ties (so that equal keys straddle the boundaries between ranks), values the
-// global input index: the expected output is a stable sort of the concatenation, cut into
-// the output shards.
-void sort_on(int ranks, std::size_t total, bool balanced, ppat::order ord) {
-  ranks_on_gpus group(ranks);
-  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
-  const auto keys = ppat_test::random_integers<std::uint32_t>(total, 0, 999);
-  const auto sizes = uneven_shards(ranks, total);
+// How a sort case's keys are drawn.
+enum class keys_kind {
+  ties,            // 0..999: equal keys straddle the boundaries between ranks
+  all_equal,       // one key: the boundaries fall inside one run of ties
+  sorted_across,   // the concatenation already in the sort's order: nothing needs to move
+  reversed_across  // the concatenation in the opposite order: nearly everything moves
+};
+
+struct sort_case {
+  layout shards = layout::uneven;
+  keys_kind keys = keys_kind::ties;
+  bool balanced = false;  // balanced_share's output sizes, or the input sizes kept
+  ppat::order ord = ppat::order::ascending;
+  bool in_place = false;  // out == in, values_out == values_in
+
+  std::string name() const {
+    const char* kinds[] = {"ties", "all equal", "sorted across ranks", "reversed across ranks"};
+    return std::string(kinds[int(keys)]) +
+           (shards == layout::all_on_last ? ", all on the last rank" : ", uneven shards") +
+           (balanced ? ", balanced" : ", sizes kept") +
+           (ord == ppat::order::ascending ? ", ascending" : ", descending") +
+           (in_place ? ", in place" : "");
+  }
+};
+
+std::vector<std::uint32_t> draw_sort_keys(std::size_t total, keys_kind kind, ppat::order ord) {
+  if (kind == keys_kind::all_equal) return std::vector<std::uint32_t>(total, 4242u);
+  auto keys = ppat_test::random_integers<std::uint32_t>(total, 0, 999);
+  if (kind == keys_kind::ties) return keys;
+  const bool ascending = (ord == ppat::order::ascending) == (kind == keys_kind::sorted_across);
+  std::sort(keys.begin(), keys.end());
+  if (!ascending) std::reverse(keys.begin(), keys.end());
+  return keys;
+}
+
+// Values are the global input index: the expected output is a stable sort of the
+// concatenation, cut into the output shards.
+template <class Group>
+void sort_on(Group& group, std::size_t total, const sort_case& c) {
+  const int ranks = group.size();
+  SCOPED_TRACE(std::to_string(ranks) + " ranks, n = " + std::to_string(total) + ", " + c.name());
+  const auto keys = draw_sort_keys(total, c.keys, c.ord);
+  const auto sizes = shard_sizes(ranks, total, c.shards);
   const auto first = offsets_of(sizes);
   std::vector<std::size_t> order_of(total);
   std::iota(order_of.begin(), order_of.end(), std::size_t{0});
   std::stable_sort(order_of.begin(), order_of.end(), [&](std::size_t a, std::size_t b) {
-    return ord == ppat::order::ascending ? keys[a] < keys[b] : keys[a] > keys[b];
+    return c.ord == ppat::order::ascending ? keys[a] < keys[b] : keys[a] > keys[b];
   });
   std::vector<std::size_t> out_sizes(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    out_sizes[std::size_t(r)] = balanced ? total / std::size_t(ranks) +
-                                               (std::size_t(r) < total % std::size_t(ranks) ? 1 : 0)
-                                         : sizes[std::size_t(r)];
+    out_sizes[std::size_t(r)] =
+        c.balanced
+            ? total / std::size_t(ranks) + (std::size_t(r) < total % std::size_t(ranks) ? 1 : 0)
+            : sizes[std::size_t(r)];
   }
   const auto out_first = offsets_of(out_sizes);
   group.run([&](int rank, ncclComm_t comm, cudaStream_t stream) {
@@ -197,16 +252,26 @@ void sort_on(int ranks, std::size_t total, bool balanced, ppat::order ord) {
     std::vector<std::uint64_t> shard_values(n);
     std::iota(shard_values.begin(), shard_values.end(), std::uint64_t(first[rank]));
     std::size_t n_out = n;
-    if (balanced) {
+    if (c.balanced) {
       n_out = ppat::distributed::balanced_share(comm, n, stream);
       EXPECT_EQ(n_out, out_sizes[std::size_t(rank)]);
     }
-    ppat_test::device_buffer<std::uint32_t> keys_in(shard_keys), keys_out(n_out, 16);
-    ppat_test::device_buffer<std::uint64_t> values_in(shard_values), values_out(n_out, 16);
-    keys_out.poison();
-    values_out.poison();
+    // In place, one buffer each holds the shard and then the output: max(n, n_out) items.
+    const std::size_t in_size = c.in_place ? std::max(n, n_out) : n;
+    ppat_test::device_buffer<std::uint32_t> keys_in(in_size, 16), keys_apart(n_out, 16);
+    ppat_test::device_buffer<std::uint64_t> values_in(in_size, 16), values_apart(n_out, 16);
+    keys_in.poison();
+    values_in.poison();
+    keys_apart.poison();
+    values_apart.poison();
+    PPAT_CUDA_OK(cudaMemcpy(keys_in.data(), shard_keys.data(), n * sizeof(std::uint32_t),
+                            cudaMemcpyHostToDevice));
+    PPAT_CUDA_OK(cudaMemcpy(values_in.data(), shard_values.data(), n * sizeof(std::uint64_t),
+                            cudaMemcpyHostToDevice));
+    auto& keys_out = c.in_place ? keys_in : keys_apart;
+    auto& values_out = c.in_place ? values_in : values_apart;
     ppat::distributed::sort_pairs(comm, keys_in.data(), keys_out.data(), values_in.data(),
-                                  values_out.data(), n, n_out, ord, stream);
+                                  values_out.data(), n, n_out, c.ord, stream);
     EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     std::vector<std::uint32_t> want_keys(n_out);
     std::vector<std::uint64_t> want_values(n_out);
@@ -214,21 +279,53 @@ void sort_on(int ranks, std::size_t total, bool balanced, ppat::order ord) {
       want_values[i] = order_of[out_first[rank] + i];
       want_keys[i] = keys[want_values[i]];
     }
-    EXPECT_EQ(ppat_test::first_mismatch(keys_out.download(), want_keys), -1) << "rank " << rank;
-    EXPECT_EQ(ppat_test::first_mismatch(values_out.download(), want_values), -1)
-        << "values, rank " << rank;
-    EXPECT_TRUE(keys_out.guards_intact() && values_out.guards_intact());
+    auto got_keys = keys_out.download();
+    auto got_values = values_out.download();
+    got_keys.resize(n_out);
+    got_values.resize(n_out);
+    EXPECT_EQ(ppat_test::first_mismatch(got_keys, want_keys), -1) << "rank " << rank;
+    EXPECT_EQ(ppat_test::first_mismatch(got_values, want_values), -1) << "values, rank " << rank;
+    if (!c.in_place) {
+      auto input = keys_in.download();
+      EXPECT_EQ(ppat_test::first_mismatch(input, shard_keys), -1)
+          << "keys_in changed, rank " << rank;
+    }
+    EXPECT_TRUE(keys_in.guards_intact() && values_in.guards_intact() &&
+                keys_apart.guards_intact() && values_apart.guards_intact());
   });
+}
+
+// Every kind of keys and layout, both orders, kept and balanced sizes, apart and in place;
+// above 100000 keys (or the sanitizers' budget) a few cases stand for the rest.
+void sorts_on(int ranks, std::size_t total) {
+  ranks_on_gpus group(ranks);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  const bool large = total > 100000;
+  for (layout shards : {layout::uneven, layout::all_on_last}) {
+    for (keys_kind kind : {keys_kind::ties, keys_kind::all_equal, keys_kind::sorted_across,
+                           keys_kind::reversed_across}) {
+      for (bool balanced : {false, true}) {
+        for (ppat::order ord : {ppat::order::ascending, ppat::order::descending}) {
+          for (bool in_place : {false, true}) {
+            const bool typical = shards == layout::uneven && kind == keys_kind::ties;
+            if (large && !typical && (ord == ppat::order::descending || !balanced)) continue;
+            if (!ppat_test::fits_item_budget(total) && !(typical && balanced)) continue;
+            sort_on(group, total, sort_case{shards, kind, balanced, ord, in_place});
+          }
+        }
+      }
+    }
+  }
 }
 
 // A rows x cols matrix of distinct values sharded by uneven row blocks (one empty), its
 // transpose by uneven blocks of output rows.
-void transpose_on(int ranks, std::size_t rows, std::size_t cols) {
+void transpose_on(int ranks, std::size_t rows, std::size_t cols, layout shards = layout::uneven) {
   ranks_on_gpus group(ranks);
   ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
   std::vector<std::uint32_t> matrix(rows * cols);
   std::iota(matrix.begin(), matrix.end(), 1u);
-  const auto row_sizes = uneven_shards(ranks, rows);
+  const auto row_sizes = shard_sizes(ranks, rows, shards);
   const auto row_first = offsets_of(row_sizes);
   std::vector<std::size_t> out_sizes(static_cast<std::size_t>(ranks), cols / std::size_t(ranks));
   out_sizes[0] += cols % std::size_t(ranks);
@@ -255,11 +352,11 @@ struct odd {
   __host__ __device__ bool operator()(int x) const { return (x & 1) != 0; }
 };
 
-void select_on(int ranks, std::size_t total) {
+void select_on(int ranks, std::size_t total, layout shards = layout::uneven) {
   ranks_on_gpus group(ranks);
   ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
   const auto all = ppat_test::random_integers<int>(total, -1000000, 1000000);
-  const auto sizes = uneven_shards(ranks, total);
+  const auto sizes = shard_sizes(ranks, total, shards);
   const auto first = offsets_of(sizes);
   std::vector<std::size_t> kept_before(std::size_t(ranks) + 1, 0);
   for (int r = 0; r < ranks; ++r) {
@@ -296,8 +393,7 @@ TEST(distributed, one_rank_is_the_single_gpu_call) {
     scan_on<false>(1, n);
     scan_on<true>(1, n);
     histogram_on(1, n);
-    sort_on(1, n, false, ppat::order::ascending);
-    sort_on(1, n, true, ppat::order::descending);
+    sorts_on(1, n);
   }
   transpose_on(1, 1000, 777);
   transpose_on(1, 1, 5000);
@@ -313,16 +409,26 @@ TEST(distributed, two_ranks_with_uneven_and_empty_shards) {
     scan_on<false>(2, n);
     scan_on<true>(2, n);
     histogram_on(2, n);
-    for (bool balanced : {false, true}) {
-      sort_on(2, n, balanced, ppat::order::ascending);
-      sort_on(2, n, balanced, ppat::order::descending);
-    }
+    sorts_on(2, n);
   }
   transpose_on(2, 1000, 777);
   transpose_on(2, 3, 5000);
   transpose_on(2, 4099, 1);
   select_on(2, 1000003);
   select_on(2, 5);
+}
+
+TEST(distributed, two_ranks_with_every_item_on_one_rank) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  if (gpu_count() < 2) GTEST_SKIP() << "2 GPUs needed, " << gpu_count() << " seen";
+  const std::size_t n = 200003;
+  reduce_on(2, n, layout::all_on_last);
+  scan_on<false>(2, n, layout::all_on_last);
+  scan_on<true>(2, n, layout::all_on_last);
+  histogram_on(2, n, layout::all_on_last);
+  select_on(2, n, layout::all_on_last);
+  transpose_on(2, 700, 333, layout::all_on_last);
 }
 
 TEST(distributed, bad_arguments_on_one_rank_throw_on_every_rank) {
@@ -403,6 +509,258 @@ TEST(distributed, bin_counts_that_differ_between_ranks_throw_on_every_rank) {
 TEST(distributed, a_null_communicator_is_rejected) {
   int value = 0;
   EXPECT_THROW(ppat::distributed::reduce(nullptr, &value, &value, 1), std::invalid_argument);
+}
+
+TEST(distributed, an_in_place_sort_moves_values_in_place_too) {
+  PPAT_REQUIRE_GPU();
+  ranks_on_gpus group(1);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  group.run([&](int, ncclComm_t comm, cudaStream_t stream) {
+    ppat_test::device_buffer<int> keys(100), values(100), other(100);
+    EXPECT_THROW(
+        ppat::distributed::sort_pairs(comm, keys.data(), keys.data(), values.data(), other.data(),
+                                      100, 100, ppat::order::ascending, stream),
+        std::invalid_argument);
+    EXPECT_THROW(ppat::distributed::sort_keys(comm, keys.data(), keys.data() + 1, 100, 100,
+                                              ppat::order::ascending, stream),
+                 std::invalid_argument);
+  });
+}
+
+// What an NCCL failure becomes: ppat::nccl_error with NCCL's code, naming the ppat function,
+// the NCCL call and NCCL's message.
+TEST(distributed, nccl_errors_name_the_call) {
+  try {
+    ppat::distributed::detail::check_nccl(ncclSystemError, nullptr, "ppat::distributed::reduce",
+                                          "ncclAllReduce");
+    ADD_FAILURE() << "no exception";
+  } catch (const ppat::nccl_error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(error.code(), ncclSystemError);
+    EXPECT_NE(message.find("ppat::distributed::reduce"), std::string::npos) << message;
+    EXPECT_NE(message.find("ncclAllReduce"), std::string::npos) << message;
+    EXPECT_NE(message.find(ncclGetErrorString(ncclSystemError)), std::string::npos) << message;
+  }
+  EXPECT_NO_THROW(ppat::distributed::detail::check_nccl(ncclSuccess, nullptr, "f", "g"));
+}
+
+// A real one: a revoked communicator takes no more work, and a ppat call on it throws.
+TEST(distributed, a_call_on_a_revoked_communicator_throws_nccl_error) {
+  PPAT_REQUIRE_GPU();
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  ranks_on_gpus group(1);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  group.run([&](int, ncclComm_t comm, cudaStream_t stream) {
+    const ncclResult_t revoked = ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT);
+    ASSERT_TRUE(revoked == ncclSuccess || revoked == ncclInProgress) << ncclGetErrorString(revoked);
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress)
+      ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    ppat_test::device_buffer<long long> in(std::vector<long long>(1000, 3)), out(1);
+    try {
+      ppat::distributed::reduce(comm, in.data(), out.data(), 1000, 0ll, ppat::plus{}, stream);
+      ADD_FAILURE() << "no exception";
+    } catch (const ppat::nccl_error& error) {
+      EXPECT_NE(std::string(error.what()).find("ppat::distributed::reduce"), std::string::npos)
+          << error.what();
+    }
+  });
+#else
+  GTEST_SKIP() << "ncclCommRevoke needs NCCL 2.28";
+#endif
+}
+
+// ---- One process a rank --------------------------------------------------------------------
+
+// This process's rank of a communicator made by ncclCommInitRank, with ranks_on_gpus's
+// run(): `body` runs for this rank only.
+class rank_of_this_process {
+ public:
+  rank_of_this_process(int ranks, int rank, const ncclUniqueId& id) : ranks_(ranks), rank_(rank) {
+    if (cudaSetDevice(rank) != cudaSuccess) return;
+    status_ = ncclCommInitRank(&comm_, ranks, id, rank);
+  }
+  ~rank_of_this_process() {
+    if (comm_ != nullptr) (void)ncclCommDestroy(comm_);
+  }
+  bool ready() const { return comm_ != nullptr && status_ == ncclSuccess; }
+  const char* why() const { return ncclGetErrorString(status_); }
+  int size() const { return ranks_; }
+
+  void run(const std::function<void(int rank, ncclComm_t comm, cudaStream_t stream)>& body) {
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    body(rank_, comm_, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
+
+ private:
+  int ranks_;
+  int rank_;
+  ncclComm_t comm_ = nullptr;
+  ncclResult_t status_ = ncclInternalError;
+};
+
+std::string hex_of(const ncclUniqueId& id) {
+  std::string text;
+  char byte[3];
+  for (char c : id.internal) {
+    std::snprintf(byte, sizeof(byte), "%02x", unsigned(static_cast<unsigned char>(c)));
+    text += byte;
+  }
+  return text;
+}
+
+ncclUniqueId id_of_hex(const std::string& text) {
+  ncclUniqueId id{};
+  for (std::size_t i = 0; i < sizeof(id.internal) && 2 * i + 1 < text.size(); ++i)
+    id.internal[i] = char(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+// A rank started by one_process_per_gpu below (skipped when run any other way): the same
+// sorts as the threads' ranks run, on data every rank draws alike from the shared seed.
+TEST(distributed_process, one_rank) {
+  const char* rank_text = std::getenv("PPAT_TEST_RANK");
+  const char* ranks_text = std::getenv("PPAT_TEST_RANKS");
+  const char* id_text = std::getenv("PPAT_TEST_NCCL_ID");
+  if (rank_text == nullptr || ranks_text == nullptr || id_text == nullptr)
+    GTEST_SKIP() << "a rank of distributed.one_process_per_gpu, started by it";
+  PPAT_TRACE_SEED();
+  rank_of_this_process group(std::atoi(ranks_text), std::atoi(rank_text), id_of_hex(id_text));
+  ASSERT_TRUE(group.ready()) << "ncclCommInitRank: " << group.why();
+  for (bool in_place : {false, true}) {
+    sort_on(group, 300007,
+            sort_case{layout::uneven, keys_kind::ties, true, ppat::order::ascending, in_place});
+  }
+}
+
+// One process a GPU: this binary started once a rank with the unique id, the rank and the
+// seed in its environment, each running distributed_process.one_rank.
+TEST(distributed, one_process_per_gpu) {
+  PPAT_REQUIRE_GPU();
+  const int ranks = std::min(gpu_count(), 2);
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  char self[4096] = {};
+  ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::vector<std::string> environment;
+    for (char** entry = environ; *entry != nullptr; ++entry)
+      environment.emplace_back(*entry);
+    environment.push_back("PPAT_TEST_RANK=" + std::to_string(rank));
+    environment.push_back("PPAT_TEST_RANKS=" + std::to_string(ranks));
+    environment.push_back("PPAT_TEST_NCCL_ID=" + hex_of(id));
+    environment.push_back("PPAT_TEST_SEED=" + std::to_string(ppat_test::run_seed()));
+    std::vector<char*> envp;
+    for (auto& entry : environment)
+      envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    std::string filter = "--gtest_filter=distributed_process.one_rank";
+    char* argv[] = {self, filter.data(), nullptr};
+    pid_t child = 0;
+    ASSERT_EQ(posix_spawn(&child, self, nullptr, nullptr, argv, envp.data()), 0);
+    children.push_back(child);
+  }
+  for (std::size_t rank = 0; rank < children.size(); ++rank) {
+    int status = 0;
+    ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "rank " << rank << "'s process: status " << status;
+  }
+}
+
+// ---- More keys than one GPU can sort ---------------------------------------------------------
+
+__host__ __device__ inline std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+__global__ void draw_huge_keys(std::uint32_t* keys, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    keys[i] = std::uint32_t(mix(seed + i));
+}
+
+// sums[0], sums[1]: two hashes of every key, added (the same for any order of the same
+// keys, and changed by a lost or duplicated key); sums[2]: keys out of ascending order.
+__global__ void fingerprint_keys(const std::uint32_t* keys, std::size_t n,
+                                 unsigned long long* sums) {
+  unsigned long long first = 0, second = 0, descents = 0;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    first += mix(keys[i]);
+    second += mix(std::uint64_t(keys[i]) * 0x9e3779b97f4a7c15ull + 1);
+    if (i > 0 && keys[i - 1] > keys[i]) ++descents;
+  }
+  atomicAdd(&sums[0], first);
+  atomicAdd(&sums[1], second);
+  atomicAdd(&sums[2], descents);
+}
+
+// 2^34 u32 keys a GPU, sorted in place: 64 GiB of keys and a temporary as large, about all an
+// H200 holds (twice that total is more than one GPU can sort). On the device: the same
+// fingerprint of all ranks' keys before and after, every shard ascending, and each shard's
+// first key no lower than the last key of the rank before.
+TEST(distributed, huge_in_place_sort_of_2_pow_34_keys_a_gpu) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = std::size_t{1} << 34;
+  const int ranks = std::min(gpu_count(), 2);
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    PPAT_CUDA_OK(cudaSetDevice(rank));
+    PPAT_CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (free_bytes < 2 * n * sizeof(std::uint32_t) + (std::size_t{3} << 30))
+      GTEST_SKIP() << "GPU " << rank << " has " << (free_bytes >> 30) << " GiB free";
+  }
+  PPAT_CUDA_OK(cudaSetDevice(0));
+  ranks_on_gpus group(ranks);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  std::vector<std::vector<unsigned long long>> before(static_cast<std::size_t>(ranks)),
+      after(before);
+  std::vector<std::uint32_t> lowest(static_cast<std::size_t>(ranks)),
+      highest(static_cast<std::size_t>(ranks));
+  group.run([&](int rank, ncclComm_t comm, cudaStream_t stream) {
+    ppat_test::device_buffer<std::uint32_t> keys(n);
+    ppat_test::device_buffer<unsigned long long> sums(6);
+    PPAT_CUDA_OK(cudaMemsetAsync(sums.data(), 0, 6 * sizeof(unsigned long long), stream));
+    draw_huge_keys<<<4096, 256, 0, stream>>>(keys.data(), n,
+                                             ppat_test::run_seed() + std::uint64_t(rank) * n);
+    fingerprint_keys<<<4096, 256, 0, stream>>>(keys.data(), n, sums.data());
+    ppat::distributed::sort_keys(comm, keys.data(), keys.data(), n, n, ppat::order::ascending,
+                                 stream);
+    fingerprint_keys<<<4096, 256, 0, stream>>>(keys.data(), n, sums.data() + 3);
+    PPAT_CUDA_OK(cudaMemcpyAsync(&lowest[std::size_t(rank)], keys.data(), sizeof(std::uint32_t),
+                                 cudaMemcpyDeviceToHost, stream));
+    PPAT_CUDA_OK(cudaMemcpyAsync(&highest[std::size_t(rank)], keys.data() + n - 1,
+                                 sizeof(std::uint32_t), cudaMemcpyDeviceToHost, stream));
+    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    const auto all = sums.download();
+    before[std::size_t(rank)].assign(all.begin(), all.begin() + 3);
+    after[std::size_t(rank)].assign(all.begin() + 3, all.end());
+  });
+  unsigned long long sum_before[2] = {}, sum_after[2] = {};
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (int h = 0; h < 2; ++h) {
+      sum_before[h] += before[std::size_t(rank)][std::size_t(h)];
+      sum_after[h] += after[std::size_t(rank)][std::size_t(h)];
+    }
+    EXPECT_EQ(after[std::size_t(rank)][2], 0u) << "keys out of order on rank " << rank;
+    if (rank > 0) {
+      EXPECT_LE(highest[std::size_t(rank) - 1], lowest[std::size_t(rank)])
+          << "rank " << rank << " starts below the end of rank " << rank - 1;
+    }
+  }
+  EXPECT_EQ(sum_before[0], sum_after[0]) << "the keys changed";
+  EXPECT_EQ(sum_before[1], sum_after[1]) << "the keys changed";
+  EXPECT_GT(before[0][2], 0u) << "the drawn keys were sorted already";
 }
 
 }  // namespace

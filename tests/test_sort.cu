@@ -2,9 +2,9 @@
 // values (indices, which show stability; 1-, 8- and 16-byte values), sizes from 1 past tile
 // boundaries and primes to 2^20 + 3, key spreads from uniform bits to all equal, floats
 // with NaNs of both signs and several payloads, infinities, signed zeros and denormals;
-// bit ranges; streams and graph capture; the textbook rungs; more than 2^29 keys (several
-// portions a pass) and more than 2^32, checked on the device; bad arguments. Outputs are
-// poisoned first and checked whole, bitwise; inputs must come back unchanged.
+// bit ranges; in place, on every path; streams and graph capture; the textbook rungs; more than
+// 2^29 keys (several portions a pass) and more than 2^32, checked on the device; bad arguments.
+// Outputs are poisoned first and checked whole, bitwise; inputs must come back unchanged.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -437,6 +437,66 @@ TEST(sort, unaligned_buffers) {
             -1);
 }
 
+// Sorted in place (each output its own input): one buffer of keys (and one of values) in,
+// the host's stable order expected in it, bitwise, its guards intact.
+template <class K, class V>
+void expect_sorted_in_place(const std::vector<K>& keys, const std::vector<V>& values,
+                            ppat::order ord, int begin_bit, int end_bit, const std::string& what) {
+  SCOPED_TRACE(what + ", in place");
+  const std::size_t n = keys.size();
+  auto keys_buffer = on_device(keys);
+  auto values_buffer = on_device(values);
+  if (values.empty()) {
+    ppat::sort_keys(keys_buffer->data(), keys_buffer->data(), n, ord, begin_bit, end_bit);
+  } else {
+    ppat::sort_pairs(keys_buffer->data(), keys_buffer->data(), values_buffer->data(),
+                     values_buffer->data(), n, ord, begin_bit, end_bit);
+  }
+  ppat_test::expect_no_cuda_error();
+  const auto order = sorted_positions(keys, ord, begin_bit, end_bit);
+  EXPECT_EQ(
+      ppat_test::first_mismatch(keys_buffer->download(), ppat_reference::gathered(keys, order)), -1)
+      << "first key out of place";
+  if (!values.empty()) {
+    EXPECT_EQ(ppat_test::first_mismatch(values_buffer->download(),
+                                        ppat_reference::gathered(values, order)),
+              -1)
+        << "first value out of place";
+  }
+  EXPECT_TRUE(keys_buffer->guards_intact() && values_buffer->guards_intact())
+      << "written outside a buffer";
+}
+
+// Every path in place: one block (each tile size), one launch, onesweep, counting; even and
+// odd counts of passes (an odd count copies the input aside first).
+template <class K>
+void in_place_of_type(const char* type, std::initializer_list<std::pair<int, int>> ranges) {
+  for (const auto& [begin_bit, end_bit] : ranges) {
+    for (ppat::order ord : orders) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{4097}, std::size_t{8193},
+                            large_sizes[0], large_sizes[3]}) {
+        if (!ppat_test::fits_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
+        const std::string what = case_name(type, ord, spread::few_distinct, n) + ", bits [" +
+                                 std::to_string(begin_bit) + ", " + std::to_string(end_bit) + ")";
+        const auto keys = draw_keys<K>(n, spread::few_distinct);
+        expect_sorted_in_place(keys, std::vector<char>{}, ord, begin_bit, end_bit, what);
+        expect_sorted_in_place(keys, draw_values<std::uint32_t>(n), ord, begin_bit, end_bit,
+                               what + ", index values");
+      }
+    }
+  }
+}
+
+TEST(sort, in_place) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  in_place_of_type<std::uint8_t>("u8", {{0, 8}, {0, 0}});
+  in_place_of_type<std::int16_t>("i16", {{0, 16}, {4, 16}});
+  in_place_of_type<std::uint32_t>("u32", {{0, 32}, {0, 24}, {5, 6}});
+  in_place_of_type<float>("f32", {{0, 32}});
+  in_place_of_type<std::uint64_t>("u64", {{0, 64}, {7, 50}});
+}
+
 // 8- and 16-bit keys alone, more than one launch holds, are counted and the runs filled in
 // 16-byte vectors: outputs that start off a vector boundary, and keys with empty runs.
 template <class K>
@@ -635,6 +695,35 @@ TEST(sort, huge_pairs_in_several_portions) {
   EXPECT_EQ(errors.download()[0], 0u);
 }
 
+// The same in place, by the keys' 24 low bits: three passes, so the input is first copied
+// aside, and each pass in two portions.
+TEST(sort, huge_pairs_in_place_in_several_portions) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 29) + 4099;
+  std::vector<std::uint32_t> keys(n);
+  std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
+  for (auto& k : keys)
+    k = std::uint32_t(cheap()) & 0x00FF00FFu;
+  std::vector<std::uint64_t> positions(n);
+  std::iota(positions.begin(), positions.end(), std::uint64_t{0});
+  device_buffer<std::uint32_t> keys_in(n), keys_sorted(n);
+  device_buffer<std::uint64_t> values(n);
+  device_buffer<unsigned> seen(n);
+  device_buffer<unsigned long long> errors(1);
+  keys_in.upload(keys);
+  keys_sorted.upload(keys);
+  values.upload(positions);
+  PPAT_CUDA_OK(cudaMemset(seen.data(), 0, n * sizeof(unsigned)));
+  PPAT_CUDA_OK(cudaMemset(errors.data(), 0, sizeof(unsigned long long)));
+  ppat::sort_pairs(keys_sorted.data(), keys_sorted.data(), values.data(), values.data(), n,
+                   ppat::order::ascending, 0, 24);
+  count_sort_errors<<<1024, 256>>>(keys_in.data(), keys_sorted.data(), values.data(), n,
+                                   seen.data(), errors.data());
+  ppat_test::expect_no_cuda_error();
+  EXPECT_EQ(errors.download()[0], 0u);
+}
+
 // More than 2^32 u8 keys: every count and output position needs 64 bits.
 TEST(sort, huge_u8_above_2_pow_32) {
   PPAT_REQUIRE_GPU();
@@ -676,7 +765,10 @@ TEST(sort_arguments, bad_arguments_are_rejected) {
   rejects([&] { ppat::sort_keys(none, buffer, 4); }, "'in'");
   rejects([&] { ppat::sort_keys(buffer, none, 4); }, "'out'");
   rejects([&] { ppat::sort_keys(buffer, buffer + 2, 4); }, "'out'");
-  rejects([&] { ppat::sort_keys(buffer, buffer, 4); }, "'out'");
+  rejects([&] { ppat::sort_keys(buffer, buffer + 1, 4); }, "'out'");
+  rejects([&] { ppat::textbook::binary_split_sort_keys(buffer, buffer, 4); }, "'out'");
+  rejects([&] { ppat::sort_pairs(buffer, buffer, buffer + 16, buffer + 17, 4); }, "values_out");
+  rejects([&] { ppat::sort_pairs(buffer, buffer, buffer + 2, buffer + 2, 4); }, "values_out");
   rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, ppat::order::ascending, -1, 32); },
           "begin_bit");
   rejects([&] { ppat::sort_keys(buffer, buffer + 8, 4, ppat::order::ascending, 33, 33); },

@@ -21,7 +21,9 @@
 // A sort's output on rank r is the r-th run of the globally sorted sequence, n_out long:
 // every rank's n_out may differ from its n, as long as they add up to the same total (pass
 // n itself to keep the input sizes, or balanced_share's count to balance them). Ties keep
-// (rank, index) order: the sort is stable across ranks.
+// (rank, index) order: the sort is stable across ranks. A sort may run in place (out == in,
+// and values_out == values_in): the buffer then holds max(n, n_out) items, and the call
+// needs about one shard of memory beside it instead of two.
 //
 // transpose takes a matrix sharded by blocks of rows (rank r: `rows` rows of `cols`,
 // row-major, the blocks in rank order) and leaves its transpose sharded the same way: rank

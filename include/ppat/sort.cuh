@@ -1,5 +1,6 @@
 // Radix sort: stable, of keys or key-value pairs, ascending or descending, on any range of
-// the key's bits, into outputs that never alias the inputs.
+// the key's bits, into outputs that are either the inputs themselves (sorted in place) or
+// disjoint from them.
 //
 //   ppat::sort_keys(in, out, n, order, begin_bit, end_bit, stream)
 //   ppat::sort_pairs(keys_in, keys_out, values_in, values_out, n, order, begin_bit, end_bit,
@@ -86,10 +87,11 @@ namespace detail {
 // ---- Arguments --------------------------------------------------------------------------
 
 // Checks shared with the textbook sorts: everything that can be checked before a CUDA call.
+// `in_place` says whether an output may be its input itself (the textbook sorts' may not).
 template <class K, class V>
 void require_sort_arguments(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                             std::size_t n, order ord, int begin_bit, int end_bit,
-                            const char* function) {
+                            const char* function, bool in_place) {
   static_assert(radix_key<K>::supported,
                 "ppat sorts keys that are integers (not bool), float, double, __half or "
                 "__nv_bfloat16");
@@ -104,11 +106,13 @@ void require_sort_arguments(const K* keys_in, K* keys_out, const V* values_in, V
           "must be order::ascending or order::descending");
   require_buffer(keys_in, n, function, in_name);
   require_buffer(keys_out, n, function, out_name);
-  require_disjoint(keys_in, n, keys_out, n, function, in_name, out_name);
+  if (!in_place || keys_in != keys_out)
+    require_disjoint(keys_in, n, keys_out, n, function, in_name, out_name);
   if constexpr (has_values) {
     require_buffer(values_in, n, function, "values_in");
     require_buffer(values_out, n, function, "values_out");
-    require_disjoint(values_in, n, values_out, n, function, "values_in", "values_out");
+    if (!in_place || values_in != values_out)
+      require_disjoint(values_in, n, values_out, n, function, "values_in", "values_out");
     require_disjoint(keys_in, n, values_out, n, function, "keys_in", "values_out");
     require_disjoint(values_in, n, keys_out, n, function, "values_in", "keys_out");
     require_disjoint(keys_out, n, values_out, n, function, "keys_out", "values_out");
@@ -131,10 +135,13 @@ void require_sort_buffers_readable(const K* keys_in, K* keys_out, const V* value
 template <class K, class V>
 void copy_unsorted(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                    const call_context& call) {
-  call.check(
-      cudaMemcpyAsync(keys_out, keys_in, n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
-      "cudaMemcpyAsync");
+  if (keys_in != keys_out) {
+    call.check(
+        cudaMemcpyAsync(keys_out, keys_in, n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
+        "cudaMemcpyAsync");
+  }
   if constexpr (!std::is_same_v<V, no_values>) {
+    if (values_in == values_out) return;
     call.check(cudaMemcpyAsync(values_out, values_in, n * sizeof(V), cudaMemcpyDeviceToDevice,
                                call.stream()),
                "cudaMemcpyAsync");
@@ -167,9 +174,11 @@ struct radix_passes {
   }
 };
 
-// Where each of `passes` passes reads and writes: pass 0 reads the inputs, which are never
-// written, and the passes alternate between the outputs and buffers of their own so that
-// the last pass writes the outputs.
+// Where each of `passes` passes reads and writes: pass 0 reads the inputs and never writes
+// them, and the passes alternate between the outputs and buffers of their own so that the
+// last pass writes the outputs. Sorted in place (an output is its input), an even count of
+// passes writes the buffers first anyway; an odd count copies the inputs to the buffers
+// first and reads them there.
 template <class K, class V>
 class pass_buffers {
  public:
@@ -180,8 +189,22 @@ class pass_buffers {
         values_in_(values_in),
         values_out_(values_out),
         passes_(passes),
-        keys_between_(passes > 1 ? n : 0, call),
-        values_between_(has_values && passes > 1 ? n : 0, call) {}
+        copy_inputs_first_(passes % 2 == 1 &&
+                           (keys_in == keys_out || (has_values && values_in == values_out))),
+        keys_between_(passes > 1 || copy_inputs_first_ ? n : 0, call),
+        values_between_(has_values && (passes > 1 || copy_inputs_first_) ? n : 0, call) {
+    if (!copy_inputs_first_) return;
+    call.check(cudaMemcpyAsync(keys_between_.data(), keys_in, n * sizeof(K),
+                               cudaMemcpyDeviceToDevice, call.stream()),
+               "cudaMemcpyAsync");
+    keys_in_ = keys_between_.data();
+    if constexpr (has_values) {
+      call.check(cudaMemcpyAsync(values_between_.data(), values_in, n * sizeof(V),
+                                 cudaMemcpyDeviceToDevice, call.stream()),
+                 "cudaMemcpyAsync");
+      values_in_ = reinterpret_cast<const V*>(values_between_.data());
+    }
+  }
 
   const K* keys_from(int pass) const { return pass == 0 ? keys_in_ : keys_to(pass - 1); }
   K* keys_to(int pass) const { return to_outputs(pass) ? keys_out_ : keys_between_.data(); }
@@ -207,6 +230,7 @@ class pass_buffers {
   const V* values_in_;
   V* values_out_;
   int passes_;
+  bool copy_inputs_first_;
   temporary_buffer<K> keys_between_;
   temporary_buffer<value_or_char<V>> values_between_;
 };
@@ -355,7 +379,7 @@ template <class K, class V>
 void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                 order ord, int begin_bit, int end_bit, cudaStream_t stream, const char* function) {
   require_sort_arguments(keys_in, keys_out, values_in, values_out, n, ord, begin_bit, end_bit,
-                         function);
+                         function, true);
   if (n == 0) return;
   const call_context call(stream, function);
   require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);

@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "../sort.cuh"
@@ -62,6 +63,8 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
   constexpr int key_bits = 8 * int(sizeof(K));
   const ranks group = ranks_of(comm, function);
   const call_context call(stream, function);
+  // In place, the caller's buffer holds the shard and then the rank's part of the output.
+  const bool in_place = keys_in == keys_out;
   agree_on_arguments(comm, call, [&] {
     const char* const in_name = has_values ? "keys_in" : "in";
     const char* const out_name = has_values ? "keys_out" : "out";
@@ -69,13 +72,18 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
             "must be order::ascending or order::descending");
     require_buffer(keys_in, n, function, in_name);
     require_buffer(keys_out, n_out, function, out_name);
-    require_disjoint(keys_in, n, keys_out, n_out, function, in_name, out_name);
+    if (!in_place) require_disjoint(keys_in, n, keys_out, n_out, function, in_name, out_name);
     require_device_readable(keys_in, n, call, in_name);
     require_device_readable(keys_out, n_out, call, out_name);
     if constexpr (has_values) {
       require_buffer(values_in, n, function, "values_in");
       require_buffer(values_out, n_out, function, "values_out");
-      require_disjoint(values_in, n, values_out, n_out, function, "values_in", "values_out");
+      require((values_in == values_out) == in_place, function, "values_out",
+              "must be values_in exactly when keys_out is keys_in (a sort in place moves both)");
+      if (!in_place)
+        require_disjoint(values_in, n, values_out, n_out, function, "values_in", "values_out");
+      require_disjoint(keys_out, std::max(n, n_out), values_out, std::max(n, n_out), function,
+                       "keys_out", "values_out");
       require_device_readable(values_in, n, call, "values_in");
       require_device_readable(values_out, n_out, call, "values_out");
     }
@@ -90,11 +98,11 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
   require(in_total == out_total, function, "n_out",
           "must add up, over the ranks, to the items of all shards");
 
-  // The shard is sorted into the output where it fits (n_out >= n, as with balanced or kept
-  // sizes): the exchange reads it from there before the merge writes the output, so the call
-  // holds one buffer of its size (the received runs) beside the caller's, not two, and the
-  // largest shard a GPU can sort grows by a third.
-  const bool sort_in_output = n_out >= n;
+  // The shard is sorted into the output where it fits (in place, or n_out >= n as with
+  // balanced or kept sizes): the exchange reads it from there before the merge writes the
+  // output, so the call holds one buffer of its size (the received runs) beside the
+  // caller's, not two.
+  const bool sort_in_output = in_place || n_out >= n;
   temporary_buffer<K> sorted_keys_apart(sort_in_output ? 0 : n, call);
   temporary_buffer<value_or_char<V>> sorted_values_apart(has_values && !sort_in_output ? n : 0,
                                                          call);
@@ -110,6 +118,17 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
     return split[std::size_t(i) * std::size_t(group.count + 1) + std::size_t(j)];
   };
 
+  // Where nothing crosses to or from this rank and the shard was sorted in the output, that
+  // is already this rank's part (keys sorted across ranks, say, or a single rank).
+  const int me = group.mine;
+  bool stays = sort_in_output;
+  for (int peer = 0; peer < group.count; ++peer) {
+    if (peer == me) continue;
+    stays = stays && split_at(me, peer + 1) == split_at(me, peer) &&
+            split_at(peer, me + 1) == split_at(peer, me);
+  }
+  if (stays) return;
+
   temporary_buffer<K> received_keys(n_out, call);
   temporary_buffer<value_or_char<V>> received_values(has_values ? n_out : 0, call);
   V* const received_values_data = reinterpret_cast<V*>(received_values.data());
@@ -124,7 +143,6 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
                  "ncclRecv");
     }
   };
-  const int me = group.mine;
   check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
   std::size_t received = 0;
   std::vector<std::size_t> run_first(1, 0);  // where each peer's run starts, in rank order
@@ -165,8 +183,8 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
 
 // The sorted runs [run_first[r], run_first[r + 1]) of `keys` (and `values`), merged in
 // rounds of neighbouring pairs, the earlier run winning ties: stable, so ties stay in (rank,
-// index) order. The rounds alternate between the output and a buffer of the same size,
-// starting so that the last one writes the output.
+// index) order. The rounds alternate between the output and `keys` (`values`), which the
+// first round frees; after an even count of rounds the result is copied to the output.
 template <class K, class V>
 void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K* keys_out,
                 V* values_out, order ord, const call_context& call) {
@@ -177,28 +195,12 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
   for (std::size_t r = 1; r < run_first.size(); ++r)
     if (run_first[r] != run_first[r - 1]) runs.push_back(run_first[r]);
   if (total == 0) return;
-  int rounds = 0;
-  for (std::size_t count = runs.size() - 1; count > 1; count = (count + 1) / 2)
-    ++rounds;
-  if (rounds == 0) {
-    call.check(
-        cudaMemcpyAsync(keys_out, keys, total * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
-        "cudaMemcpyAsync");
-    if constexpr (has_values) {
-      call.check(cudaMemcpyAsync(values_out, values, total * sizeof(V), cudaMemcpyDeviceToDevice,
-                                 call.stream()),
-                 "cudaMemcpyAsync");
-    }
-    return;
-  }
-  temporary_buffer<K> spare_keys(rounds > 1 ? total : 0, call);
-  temporary_buffer<value_or_char<V>> spare_values(rounds > 1 && has_values ? total : 0, call);
   K* from_keys = keys;
   V* from_values = values;
-  for (int round = 0; round < rounds; ++round) {
-    const bool to_output = (rounds - 1 - round) % 2 == 0;
-    K* const to_keys = to_output ? keys_out : spare_keys.data();
-    V* const to_values = to_output ? values_out : reinterpret_cast<V*>(spare_values.data());
+  for (int round = 0; runs.size() > 2; ++round) {
+    const bool to_output = round % 2 == 0;
+    K* const to_keys = to_output ? keys_out : keys;
+    V* const to_values = to_output ? values_out : values;
     std::vector<std::size_t> merged(1, 0);
     for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
       const std::size_t a = runs[r], b = runs[r + 1];
@@ -216,8 +218,15 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
     from_keys = to_keys;
     from_values = to_values;
   }
-  spare_values.release();
-  spare_keys.release();
+  if (from_keys == keys_out) return;
+  call.check(cudaMemcpyAsync(keys_out, from_keys, total * sizeof(K), cudaMemcpyDeviceToDevice,
+                             call.stream()),
+             "cudaMemcpyAsync");
+  if constexpr (has_values) {
+    call.check(cudaMemcpyAsync(values_out, from_values, total * sizeof(V), cudaMemcpyDeviceToDevice,
+                               call.stream()),
+               "cudaMemcpyAsync");
+  }
 }
 
 // Thread t writes outputs [t x items, (t + 1) x items): it finds how many of the first of

@@ -104,7 +104,7 @@ void lsd_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values
                     order ord, int begin_bit, int end_bit, int digit_bits, cudaStream_t stream,
                     const char* function, Pass pass) {
   ppat::detail::require_sort_arguments(keys_in, keys_out, values_in, values_out, n, ord, begin_bit,
-                                       end_bit, function);
+                                       end_bit, function, false);
   if (n == 0) return;
   const call_context call(stream, function);
   ppat::detail::require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
