@@ -1,9 +1,10 @@
 // ppat::distributed on one and two GPUs, one rank each: each call against the host
 // reference on the concatenation of the shards, with shards of uneven sizes, an empty one,
-// every item on one rank; sorts of tied, equal, already sorted and reversed keys, apart and
-// in place; bad arguments on one rank only; NCCL failures; both launch styles (a host thread
-// a rank under ncclCommInitAll, and a process a rank under ncclCommInitRank, this binary
-// starting itself once a rank); and 2^34 keys a GPU sorted in place, checked on the device.
+// every item on one rank; selections kept and rebalanced; sorts of tied, equal, already sorted and
+// reversed keys, apart and in place; bad arguments on one rank only; NCCL failures; both launch
+// styles (a host thread a rank under ncclCommInitAll, and a process a rank under ncclCommInitRank,
+// this binary starting itself once a rank); and 2^34 keys a GPU sorted in place, checked on the
+// device.
 #include <ppat/distributed.cuh>
 
 #include <spawn.h>
@@ -385,6 +386,44 @@ void select_on(int ranks, std::size_t total, layout shards = layout::uneven) {
   });
 }
 
+// The global selection cut into balanced shares: rank r gets selected items
+// [placed_before[r], placed_before[r + 1]) of it, whichever ranks selected them.
+void select_balanced_on(int ranks, std::size_t total, layout shards = layout::uneven) {
+  ranks_on_gpus group(ranks);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  const auto all = ppat_test::random_integers<int>(total, -1000000, 1000000);
+  const auto sizes = shard_sizes(ranks, total, shards);
+  const auto first = offsets_of(sizes);
+  std::vector<int> selected;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(selected), odd{});
+  std::vector<std::size_t> placed(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    placed[std::size_t(r)] = selected.size() / std::size_t(ranks) +
+                             (std::size_t(r) < selected.size() % std::size_t(ranks) ? 1 : 0);
+  }
+  const auto placed_before = offsets_of(placed);
+  group.run([&](int rank, ncclComm_t comm, cudaStream_t stream) {
+    const std::vector<int> shard(all.begin() + first[rank], all.begin() + first[rank + 1]);
+    const std::size_t capacity = ppat::distributed::balanced_share(comm, shard.size(), stream);
+    ppat_test::device_buffer<int> in(shard), out(capacity, 16);
+    ppat_test::device_buffer<std::size_t> counts(2, 4);
+    out.poison();
+    counts.poison();
+    ppat::distributed::select_if_balanced(comm, in.data(), out.data(), counts.data(),
+                                          counts.data() + 1, shard.size(), odd{}, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto got_counts = counts.download();
+    ASSERT_EQ(got_counts[0], placed[std::size_t(rank)]) << "rank " << rank;
+    EXPECT_EQ(got_counts[1], placed_before[std::size_t(rank)]) << "rank " << rank;
+    auto got = out.download();
+    got.resize(placed[std::size_t(rank)]);
+    const std::vector<int> want(selected.begin() + placed_before[rank],
+                                selected.begin() + placed_before[rank + 1]);
+    EXPECT_EQ(ppat_test::first_mismatch(got, want), -1) << "rank " << rank;
+    EXPECT_TRUE(out.guards_intact() && counts.guards_intact());
+  });
+}
+
 TEST(distributed, one_rank_is_the_single_gpu_call) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
@@ -398,6 +437,8 @@ TEST(distributed, one_rank_is_the_single_gpu_call) {
   transpose_on(1, 1000, 777);
   transpose_on(1, 1, 5000);
   select_on(1, 1000003);
+  select_balanced_on(1, 1000003);
+  select_balanced_on(1, 0);
 }
 
 TEST(distributed, two_ranks_with_uneven_and_empty_shards) {
@@ -416,6 +457,8 @@ TEST(distributed, two_ranks_with_uneven_and_empty_shards) {
   transpose_on(2, 4099, 1);
   select_on(2, 1000003);
   select_on(2, 5);
+  select_balanced_on(2, 1000003);
+  select_balanced_on(2, 5);
 }
 
 TEST(distributed, two_ranks_with_every_item_on_one_rank) {
@@ -428,6 +471,7 @@ TEST(distributed, two_ranks_with_every_item_on_one_rank) {
   scan_on<true>(2, n, layout::all_on_last);
   histogram_on(2, n, layout::all_on_last);
   select_on(2, n, layout::all_on_last);
+  select_balanced_on(2, n, layout::all_on_last);
   transpose_on(2, 700, 333, layout::all_on_last);
 }
 

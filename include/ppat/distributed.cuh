@@ -16,7 +16,9 @@
 //   ppat::distributed::transpose(comm, in, out, rows, cols, out_rows, stream)
 //
 //   ppat::distributed::select_if(comm, in, out, num_selected, selected_before, n, pred,
-//                                stream)
+//                                stream)                // each rank keeps its own selection
+//   ppat::distributed::select_if_balanced(comm, in, out, num_selected, selected_before, n,
+//                                         pred, stream)   // the selection rebalanced
 //
 // A sort's output on rank r is the r-th run of the globally sorted sequence, n_out long:
 // every rank's n_out may differ from its n, as long as they add up to the same total (pass
@@ -93,6 +95,10 @@ void transpose(ncclComm_t comm, const T* in, T* out, std::size_t rows, std::size
 template <class T, class Pred>
 void select_if(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
                std::size_t* selected_before, std::size_t n, Pred pred, cudaStream_t stream = 0);
+template <class T, class Pred>
+void select_if_balanced(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
+                        std::size_t* selected_before, std::size_t n, Pred pred,
+                        cudaStream_t stream = 0);
 
 namespace detail {
 
@@ -104,6 +110,16 @@ partial<T>* gather_shard_totals(ncclComm_t comm, const T* in, std::size_t n, Op 
                                 const call_context& call);
 template <class Count>
 __global__ void count_before_rank_kernel(const Count* counts, int rank, std::size_t* before);
+template <class Count>
+__global__ void store_counts_kernel(Count* count, Count count_value, Count* before,
+                                    Count before_value);
+inline std::size_t share_of(unsigned long long total, int ranks, int rank);
+inline std::size_t balanced_share_of(ncclComm_t comm, std::size_t n, const ranks& group,
+                                     const call_context& call);
+template <class T>
+void require_selection_arguments(const T* in, T* out, std::size_t out_size,
+                                 std::size_t* num_selected, std::size_t* selected_before,
+                                 std::size_t n, const call_context& call);
 template <class T, class Op>
 __global__ void fold_ranks_kernel(const partial<T>* totals, int ranks, partial<T> start,
                                   partial<T>* folded, T* out, Op op);
@@ -182,19 +198,7 @@ void select_if(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
   const detail::ranks group = detail::ranks_of(comm, function);
   const detail::call_context call(stream, function);
   detail::agree_on_arguments(comm, call, [&] {
-    detail::require_buffer(in, n, function, "in");
-    detail::require_buffer(out, n, function, "out");
-    detail::require_buffer(num_selected, 1, function, "num_selected");
-    detail::require(n < detail::select_max_items, function, "n", "must be below 2^48");
-    detail::require_disjoint(in, n, out, n, function, "in", "out");
-    detail::require_device_readable(in, n, call, "in");
-    detail::require_device_readable(out, n, call, "out");
-    detail::require_device_readable(num_selected, 1, call, "num_selected");
-    if (selected_before != nullptr) {
-      detail::require_disjoint(num_selected, 1, selected_before, 1, function, "num_selected",
-                               "selected_before");
-      detail::require_device_readable(selected_before, 1, call, "selected_before");
-    }
+    detail::require_selection_arguments(in, out, n, num_selected, selected_before, n, call);
   });
   detail::select<false>(
       detail::plain_selection<T, detail::predicate_rule<Pred>>{
@@ -210,6 +214,77 @@ void select_if(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
     detail::check_launch(function, "count_before_rank_kernel");
   }
   counts.release();
+}
+
+// The global selection, in order, rebalanced: rank r's `out` gets its r-th balanced share
+// (total / ranks items, one more on the first total % ranks ranks). `out` holds
+// balanced_share(comm, n) items, a bound on the share whatever is selected. `num_selected`
+// (device memory) gets this rank's share and `selected_before` (device memory, or null) the
+// items before it. Each rank selects into a temporary, the ranks learn one another's counts
+// (the call waits for its stream there), and the runs move with grouped sends and receives.
+template <class T, class Pred>
+void select_if_balanced(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
+                        std::size_t* selected_before, std::size_t n, Pred pred,
+                        cudaStream_t stream) {
+  constexpr const char* function = "ppat::distributed::select_if_balanced";
+  const detail::ranks group = detail::ranks_of(comm, function);
+  const detail::call_context call(stream, function);
+  const std::size_t capacity = detail::balanced_share_of(comm, n, group, call);
+  detail::agree_on_arguments(comm, call, [&] {
+    detail::require_selection_arguments(in, out, capacity, num_selected, selected_before, n, call);
+  });
+  detail::temporary_buffer<T> kept(n, call);
+  detail::temporary_buffer<std::size_t> kept_count(1, call);
+  detail::select<false>(
+      detail::plain_selection<T, detail::predicate_rule<Pred>>{
+          in, kept.data(), nullptr, nullptr, nullptr, kept_count.data(), n, {pred}},
+      function, call.stream());
+  // counts[r]: rank r's selected items; before[r]: those of the ranks before r, in the
+  // selection (kept) and in the output (placed).
+  std::vector<unsigned long long> counts(std::size_t(group.count));
+  {
+    detail::temporary_buffer<unsigned long long> gathered(std::size_t(group.count), call);
+    detail::check_nccl(
+        ncclAllGather(kept_count.data(), gathered.data(), 1, ncclUint64, comm, call.stream()), comm,
+        function, "ncclAllGather");
+    call.check(cudaMemcpyAsync(counts.data(), gathered.data(), counts.size() * sizeof(counts[0]),
+                               cudaMemcpyDeviceToHost, call.stream()),
+               "cudaMemcpyAsync");
+    call.check(cudaStreamSynchronize(call.stream()), "cudaStreamSynchronize");
+    gathered.release();
+  }
+  std::vector<std::size_t> kept_before(1, 0), placed_before(1, 0);
+  for (int r = 0; r < group.count; ++r)
+    kept_before.push_back(kept_before.back() + std::size_t(counts[std::size_t(r)]));
+  const std::size_t selected = kept_before.back();
+  for (int r = 0; r < group.count; ++r)
+    placed_before.push_back(placed_before.back() + detail::share_of(selected, group.count, r));
+  const auto me = std::size_t(group.mine);
+  // Global positions [first, end) of rank a's selection that fall in rank b's output.
+  const auto overlap = [&](std::size_t a, std::size_t b) {
+    const std::size_t first = std::max(kept_before[a], placed_before[b]);
+    const std::size_t end = std::min(kept_before[a + 1], placed_before[b + 1]);
+    return std::pair<std::size_t, std::size_t>{first, std::max(first, end)};
+  };
+  detail::peer_transfers moves(group.count);
+  for (std::size_t p = 0; p < std::size_t(group.count); ++p) {
+    const auto [send_first, send_end] = overlap(me, p);
+    if (send_end != send_first) {
+      moves.send_from[p] = kept.data() + (send_first - kept_before[me]);
+      moves.send_bytes[p] = (send_end - send_first) * sizeof(T);
+    }
+    const auto [receive_first, receive_end] = overlap(p, me);
+    if (receive_end != receive_first) {
+      moves.receive_to[p] = out + (receive_first - placed_before[me]);
+      moves.receive_bytes[p] = (receive_end - receive_first) * sizeof(T);
+    }
+  }
+  detail::exchange(comm, group, moves, call);
+  detail::store_counts_kernel<<<1, 1, 0, call.stream()>>>(
+      num_selected, placed_before[me + 1] - placed_before[me], selected_before, placed_before[me]);
+  detail::check_launch(function, "store_counts_kernel");
+  kept_count.release();
+  kept.release();
 }
 
 template <class K>
@@ -232,13 +307,7 @@ inline std::size_t balanced_share(ncclComm_t comm, std::size_t n, cudaStream_t s
   constexpr const char* function = "ppat::distributed::balanced_share";
   const detail::ranks group = detail::ranks_of(comm, function);
   const detail::call_context call(stream, function);
-  const std::vector<unsigned long long> sizes = detail::gather_on_host(comm, {n}, call);
-  unsigned long long total = 0;
-  for (unsigned long long size : sizes)
-    total += size;
-  const auto ranks = static_cast<unsigned long long>(group.count);
-  const auto mine = static_cast<unsigned long long>(group.mine);
-  return std::size_t(total / ranks + (mine < total % ranks ? 1 : 0));
+  return detail::balanced_share_of(comm, n, group, call);
 }
 
 // Each rank packs the columns each rank's output rows come from, sends them, and transposes
@@ -305,23 +374,17 @@ void transpose(ncclComm_t comm, const T* in, T* out, std::size_t rows, std::size
       packed_first.push_back(packed_first.back() + rows * size_of(j, 2));
     }
   }
-  detail::check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
+  // This rank's own block is packed straight into `received` above: no transfer.
+  detail::peer_transfers moves(group.count);
   for (int j = 0; j < group.count; ++j) {
     if (j == me) continue;
-    const std::size_t send_bytes = rows * size_of(j, 2) * sizeof(T);
-    const std::size_t receive_bytes = size_of(j, 0) * out_rows * sizeof(T);
-    if (send_bytes != 0) {
-      detail::check_nccl(ncclSend(packed.data() + packed_first[std::size_t(j)], send_bytes,
-                                  ncclUint8, j, comm, call.stream()),
-                         comm, function, "ncclSend");
-    }
-    if (receive_bytes != 0) {
-      detail::check_nccl(ncclRecv(received.data() + row_first[std::size_t(j)] * out_rows,
-                                  receive_bytes, ncclUint8, j, comm, call.stream()),
-                         comm, function, "ncclRecv");
-    }
+    const auto p = std::size_t(j);
+    moves.send_from[p] = packed.data() + packed_first[p];
+    moves.send_bytes[p] = rows * size_of(j, 2) * sizeof(T);
+    moves.receive_to[p] = received.data() + row_first[p] * out_rows;
+    moves.receive_bytes[p] = size_of(j, 0) * out_rows * sizeof(T);
   }
-  detail::check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
+  detail::exchange(comm, group, moves, call);
   if (total_rows == 1 || out_rows == 1) {
     detail::copy_elements(received.data(), out, total_rows * out_rows, call);
   } else if (total_rows != 0 && out_rows != 0) {
@@ -379,6 +442,52 @@ partial<T>* gather_shard_totals(ncclComm_t comm, const T* in, std::size_t n, Op 
   check_nccl(ncclAllGather(mine, gathered, sizeof(partial<T>), ncclUint8, comm, call.stream()),
              comm, call.function(), "ncclAllGather");
   return gathered;
+}
+
+// Rank `rank`'s balanced share of `total` items: total / ranks, one more on the first
+// total % ranks ranks.
+inline std::size_t share_of(unsigned long long total, int ranks, int rank) {
+  const auto count = static_cast<unsigned long long>(ranks);
+  const auto mine = static_cast<unsigned long long>(rank);
+  return std::size_t(total / count + (mine < total % count ? 1 : 0));
+}
+
+// This rank's balanced share of the items of every rank's n.
+inline std::size_t balanced_share_of(ncclComm_t comm, std::size_t n, const ranks& group,
+                                     const call_context& call) {
+  unsigned long long total = 0;
+  for (unsigned long long size : gather_on_host(comm, {n}, call))
+    total += size;
+  return share_of(total, group.count, group.mine);
+}
+
+// A selection's checks: `out` holds out_size items; the counts are device words.
+template <class T>
+void require_selection_arguments(const T* in, T* out, std::size_t out_size,
+                                 std::size_t* num_selected, std::size_t* selected_before,
+                                 std::size_t n, const call_context& call) {
+  const char* const function = call.function();
+  require_buffer(in, n, function, "in");
+  require_buffer(out, out_size, function, "out");
+  require_buffer(num_selected, 1, function, "num_selected");
+  require(n < select_max_items, function, "n", "must be below 2^48");
+  require_disjoint(in, n, out, out_size, function, "in", "out");
+  require_device_readable(in, n, call, "in");
+  require_device_readable(out, out_size, call, "out");
+  require_device_readable(num_selected, 1, call, "num_selected");
+  if (selected_before != nullptr) {
+    require_disjoint(num_selected, 1, selected_before, 1, function, "num_selected",
+                     "selected_before");
+    require_device_readable(selected_before, 1, call, "selected_before");
+  }
+}
+
+// `count_value` into `count` and, when given, `before_value` into `before`.
+template <class Count>
+__global__ void store_counts_kernel(Count* count, Count count_value, Count* before,
+                                    Count before_value) {
+  *count = count_value;
+  if (before != nullptr) *before = before_value;
 }
 
 // The counts of ranks [0, rank), added.

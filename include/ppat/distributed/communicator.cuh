@@ -1,5 +1,6 @@
 // The plumbing every distributed call shares: NCCL errors as exceptions, the communicator's
-// ranks, the ranks' agreement on their argument checks, and small gathers to the host.
+// ranks, the ranks' agreement on their argument checks, small gathers to the host, and the
+// exchange of variable-sized runs between ranks.
 #pragma once
 
 #include <nccl.h>
@@ -49,6 +50,9 @@ void agree_on_arguments(ncclComm_t comm, const call_context& call, Check check_m
 std::vector<unsigned long long> gather_on_host(ncclComm_t comm,
                                                const std::vector<unsigned long long>& mine,
                                                const call_context& call);
+struct peer_transfers;
+void exchange(ncclComm_t comm, const ranks& group, const peer_transfers& moves,
+              const call_context& call);
 
 // The NCCL type of a histogram's counters.
 template <class Counter>
@@ -147,6 +151,50 @@ inline std::vector<unsigned long long> gather_on_host(ncclComm_t comm,
   call.check(cudaStreamSynchronize(call.stream()), "cudaStreamSynchronize");
   values.release();
   return host;
+}
+
+// What a rank sends to and receives from each rank, indexed by rank: send_bytes[p] bytes from
+// send_from[p] go to rank p, and receive_bytes[p] bytes from rank p arrive at receive_to[p].
+// The rank's own entry is a copy on its device of send_bytes[mine] bytes.
+struct peer_transfers {
+  explicit peer_transfers(int ranks)
+      : send_from(std::size_t(ranks), nullptr),
+        send_bytes(std::size_t(ranks), 0),
+        receive_to(std::size_t(ranks), nullptr),
+        receive_bytes(std::size_t(ranks), 0) {}
+
+  std::vector<const void*> send_from;
+  std::vector<std::size_t> send_bytes;
+  std::vector<void*> receive_to;
+  std::vector<std::size_t> receive_bytes;
+};
+
+// Every transfer of `moves` in one NCCL group of sends and receives (the variable-sized
+// all-to-all), and the rank's own part by a device copy; empty transfers are left out.
+inline void exchange(ncclComm_t comm, const ranks& group, const peer_transfers& moves,
+                     const call_context& call) {
+  const auto me = std::size_t(group.mine);
+  if (moves.send_bytes[me] != 0) {
+    call.check(cudaMemcpyAsync(moves.receive_to[me], moves.send_from[me], moves.send_bytes[me],
+                               cudaMemcpyDeviceToDevice, call.stream()),
+               "cudaMemcpyAsync");
+  }
+  check_nccl(ncclGroupStart(), comm, call.function(), "ncclGroupStart");
+  for (int peer = 0; peer < group.count; ++peer) {
+    const auto p = std::size_t(peer);
+    if (p == me) continue;
+    if (moves.send_bytes[p] != 0) {
+      check_nccl(
+          ncclSend(moves.send_from[p], moves.send_bytes[p], ncclUint8, peer, comm, call.stream()),
+          comm, call.function(), "ncclSend");
+    }
+    if (moves.receive_bytes[p] != 0) {
+      check_nccl(ncclRecv(moves.receive_to[p], moves.receive_bytes[p], ncclUint8, peer, comm,
+                          call.stream()),
+                 comm, call.function(), "ncclRecv");
+    }
+  }
+  check_nccl(ncclGroupEnd(), comm, call.function(), "ncclGroupEnd");
 }
 
 }  // namespace detail

@@ -132,47 +132,29 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
   temporary_buffer<K> received_keys(n_out, call);
   temporary_buffer<value_or_char<V>> received_values(has_values ? n_out : 0, call);
   V* const received_values_data = reinterpret_cast<V*>(received_values.data());
-  const auto move = [&](const auto* from, auto* to, std::size_t count, int peer, bool send) {
-    const std::size_t bytes = count * sizeof(*from);
-    if (bytes == 0) return;
-    if (send) {
-      check_nccl(ncclSend(from, bytes, ncclUint8, peer, comm, call.stream()), comm, function,
-                 "ncclSend");
-    } else {
-      check_nccl(ncclRecv(to, bytes, ncclUint8, peer, comm, call.stream()), comm, function,
-                 "ncclRecv");
-    }
-  };
-  check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
+  peer_transfers keys_moves(group.count), values_moves(group.count);
   std::size_t received = 0;
   std::vector<std::size_t> run_first(1, 0);  // where each peer's run starts, in rank order
   for (int peer = 0; peer < group.count; ++peer) {
+    const auto p = std::size_t(peer);
     const std::size_t send_first = split_at(me, peer);
     const std::size_t send_count = split_at(me, peer + 1) - send_first;
     const std::size_t receive_count = split_at(peer, me + 1) - split_at(peer, me);
-    if (peer == me) {
-      call.check(cudaMemcpyAsync(received_keys.data() + received, sorted_keys + send_first,
-                                 send_count * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
-                 "cudaMemcpyAsync");
-      if constexpr (has_values) {
-        call.check(cudaMemcpyAsync(received_values_data + received, sorted_values_data + send_first,
-                                   send_count * sizeof(V), cudaMemcpyDeviceToDevice, call.stream()),
-                   "cudaMemcpyAsync");
-      }
-    } else {
-      move(sorted_keys + send_first, static_cast<K*>(nullptr), send_count, peer, true);
-      move(static_cast<const K*>(nullptr), received_keys.data() + received, receive_count, peer,
-           false);
-      if constexpr (has_values) {
-        move(sorted_values_data + send_first, static_cast<V*>(nullptr), send_count, peer, true);
-        move(static_cast<const V*>(nullptr), received_values_data + received, receive_count, peer,
-             false);
-      }
+    keys_moves.send_from[p] = sorted_keys + send_first;
+    keys_moves.send_bytes[p] = send_count * sizeof(K);
+    keys_moves.receive_to[p] = received_keys.data() + received;
+    keys_moves.receive_bytes[p] = receive_count * sizeof(K);
+    if constexpr (has_values) {
+      values_moves.send_from[p] = sorted_values_data + send_first;
+      values_moves.send_bytes[p] = send_count * sizeof(V);
+      values_moves.receive_to[p] = received_values_data + received;
+      values_moves.receive_bytes[p] = receive_count * sizeof(V);
     }
     received += receive_count;
     run_first.push_back(received);
   }
-  check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
+  exchange(comm, group, keys_moves, call);
+  if constexpr (has_values) exchange(comm, group, values_moves, call);
   merge_runs(received_keys.data(), received_values_data, run_first, keys_out, values_out, ord,
              call);
   received_values.release();
