@@ -234,6 +234,56 @@ void bench_distributed(session& s) {
                 sent / (ms * 1e-3) / 1e9);
   }
 
+  // The sort's last step alone, on GPU 0: the two received runs of a two-rank sort (half a
+  // shard each) merged, against a device copy of the same bytes.
+  {
+    const std::size_t half = per_rank / 2;
+    device_array<std::uint32_t> sorted(per_rank), merged(per_rank), values(per_rank),
+        merged_values(per_rank);
+    fill_random_bits(sorted.data(), per_rank, 5000);
+    fill_random_bits(values.data(), per_rank, 6000);
+    ppat::sort_keys(sorted.data(), sorted.data(), half);
+    ppat::sort_keys(sorted.data() + half, sorted.data() + half, per_rank - half);
+    const std::vector<std::size_t> run_first{0, half, per_rank};
+    using ppat::detail::no_values;
+    const double copy_ms = single_gpu_median_ms(
+        [&](cudaStream_t stream) {  // in quarters: one copy of 4 GiB runs at half speed
+          const std::size_t quarter = per_rank / 4;
+          for (std::size_t first = 0; first < per_rank; first += quarter) {
+            check(cudaMemcpyAsync(merged.data() + first, sorted.data() + first,
+                                  std::min(quarter, per_rank - first) * 4, cudaMemcpyDeviceToDevice,
+                                  stream),
+                  "cudaMemcpyAsync");
+          }
+        },
+        runs);
+    const double keys_ms = single_gpu_median_ms(
+        [&](cudaStream_t stream) {
+          const ppat::detail::call_context call(stream, "merge_runs");
+          ppat::distributed::detail::merge_runs(
+              sorted.data(), static_cast<no_values*>(nullptr), run_first, merged.data(),
+              static_cast<no_values*>(nullptr), ppat::order::ascending, call);
+        },
+        runs);
+    const double pairs_ms = single_gpu_median_ms(
+        [&](cudaStream_t stream) {
+          const ppat::detail::call_context call(stream, "merge_runs");
+          ppat::distributed::detail::merge_runs(sorted.data(), values.data(), run_first,
+                                                merged.data(), merged_values.data(),
+                                                ppat::order::ascending, call);
+        },
+        runs);
+    const double bytes = 2.0 * double(per_rank) * 4;  // read once, written once
+    const auto merge_row = [&](const char* what, double ms, double scale) {
+      std::printf("  %-34s %5d x 2^%-4.1f %10.3f ms %13s %7s  %8.1f GB/s, %5.1f%% of copy\n", what,
+                  1, std::log2(double(per_rank)), ms, "-", "-", scale * bytes / (ms * 1e-3) / 1e9,
+                  100.0 * scale * copy_ms / ms);
+    };
+    merge_row("copy (cudaMemcpyAsync D2D) u32", copy_ms, 1);
+    merge_row("merge of 2 runs, u32 keys (GPU 0)", keys_ms, 1);
+    merge_row("merge of 2 runs, u32/u32 (GPU 0)", pairs_ms, 2);
+  }
+
   // Single-GPU baselines on GPU 0, over the total.
   device_array<std::uint32_t> all_in(total), all_out(total), all_values(total),
       all_values_out(total);

@@ -310,9 +310,9 @@ inline std::size_t balanced_share(ncclComm_t comm, std::size_t n, cudaStream_t s
   return detail::balanced_share_of(comm, n, group, call);
 }
 
-// Each rank packs the columns each rank's output rows come from, sends them, and transposes
-// what it receives: the received blocks, in rank order, are the rows of the matrix restricted
-// to its own columns.
+// Each rank packs, for every other rank, the columns its output rows come from, sends them,
+// and transposes each block it holds into its columns of the output: the blocks, in rank
+// order, are the rows of the matrix restricted to this rank's columns.
 template <class T>
 void transpose(ncclComm_t comm, const T* in, T* out, std::size_t rows, std::size_t cols,
                std::size_t out_rows, cudaStream_t stream) {
@@ -354,43 +354,42 @@ void transpose(ncclComm_t comm, const T* in, T* out, std::size_t rows, std::size
     col_first.push_back(col_first.back() + size_of(r, 2));
   }
   // Rank j's columns of this rank's rows, packed for it; the blocks this rank receives.
+  // Rank j's columns of this rank's rows, packed for it, and the blocks other ranks send
+  // (their rows restricted to this rank's columns), both in rank order, this rank left out.
   detail::temporary_buffer<T> packed(rows * (cols - out_rows), call);
-  detail::temporary_buffer<T> received(total_rows * out_rows, call);
-  const auto pack = [&](int j, T* to) {
-    const std::size_t width = size_of(j, 2);
-    if (rows == 0 || width == 0) return;
-    call.check(
-        cudaMemcpy2DAsync(to, width * sizeof(T), in + col_first[std::size_t(j)], cols * sizeof(T),
-                          width * sizeof(T), rows, cudaMemcpyDeviceToDevice, call.stream()),
-        "cudaMemcpy2DAsync");
-  };
-  std::vector<std::size_t> packed_first(1, 0);
-  for (int j = 0; j < group.count; ++j) {
-    if (j == me) {
-      pack(j, received.data() + row_first[std::size_t(me)] * out_rows);
-      packed_first.push_back(packed_first.back());
-    } else {
-      pack(j, packed.data() + packed_first.back());
-      packed_first.push_back(packed_first.back() + rows * size_of(j, 2));
-    }
-  }
-  // This rank's own block is packed straight into `received` above: no transfer.
+  detail::temporary_buffer<T> received((total_rows - rows) * out_rows, call);
   detail::peer_transfers moves(group.count);
+  std::vector<std::size_t> received_first(std::size_t(group.count), 0);
+  std::size_t packed_end = 0, received_end = 0;
   for (int j = 0; j < group.count; ++j) {
     if (j == me) continue;
     const auto p = std::size_t(j);
-    moves.send_from[p] = packed.data() + packed_first[p];
-    moves.send_bytes[p] = rows * size_of(j, 2) * sizeof(T);
-    moves.receive_to[p] = received.data() + row_first[p] * out_rows;
+    const std::size_t width = size_of(j, 2);
+    if (rows != 0 && width != 0) {
+      call.check(cudaMemcpy2DAsync(packed.data() + packed_end, width * sizeof(T), in + col_first[p],
+                                   cols * sizeof(T), width * sizeof(T), rows,
+                                   cudaMemcpyDeviceToDevice, call.stream()),
+                 "cudaMemcpy2DAsync");
+    }
+    moves.send_from[p] = packed.data() + packed_end;
+    moves.send_bytes[p] = rows * width * sizeof(T);
+    received_first[p] = received_end;
+    moves.receive_to[p] = received.data() + received_end;
     moves.receive_bytes[p] = size_of(j, 0) * out_rows * sizeof(T);
+    packed_end += rows * width;
+    received_end += size_of(j, 0) * out_rows;
   }
   detail::exchange(comm, group, moves, call);
-  if (total_rows == 1 || out_rows == 1) {
-    detail::copy_elements(received.data(), out, total_rows * out_rows, call);
-  } else if (total_rows != 0 && out_rows != 0) {
-    detail::transpose_planes(received.data(), out,
-                             detail::matrix_layout(total_rows, out_rows, out_rows, total_rows),
-                             call);
+  // Each rank's block transposed into its columns of `out`; this rank's own straight from
+  // `in`, which needs no packing.
+  for (int j = 0; j < group.count; ++j) {
+    const auto p = std::size_t(j);
+    if (size_of(j, 0) == 0 || out_rows == 0) continue;
+    const T* const block = j == me ? in + col_first[p] : received.data() + received_first[p];
+    detail::transpose_planes(
+        block, out + row_first[p],
+        detail::matrix_layout(size_of(j, 0), out_rows, j == me ? cols : out_rows, total_rows),
+        call);
   }
   received.release();
   packed.release();

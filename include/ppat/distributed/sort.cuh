@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "../core/shared_storage.cuh"
 #include "../sort.cuh"
 #include "communicator.cuh"
 
@@ -44,11 +45,21 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
 template <class K, class V>
 __global__ void merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count,
                                   const K* b_keys, const V* b_values, std::size_t b_count,
-                                  K* keys_out, V* values_out, order ord);
+                                  const std::size_t* a_taken, K* keys_out, V* values_out,
+                                  order ord);
 template <class K>
 __device__ typename radix_key<K>::image_type ordered_image(const K& key, order ord);
-constexpr int merge_threads = 256;
+template <class K>
+__global__ void merge_partitions_kernel(const K* a_keys, std::size_t a_count, const K* b_keys,
+                                        std::size_t b_count, order ord, std::size_t tiles,
+                                        std::size_t* a_taken);
+template <class K>
+__device__ std::size_t merge_split(const K* a, std::size_t a_count, const K* b, std::size_t b_count,
+                                   std::size_t diagonal, order ord);
+constexpr int merge_threads = 128;
 constexpr int merge_items = 8;  // outputs a thread
+constexpr int merge_tile = merge_threads * merge_items;
+constexpr int partition_threads = 256;
 
 // Each shard sorted locally; then, for every boundary between output shards, how many of each
 // rank's sorted items come before it; the runs exchanged with grouped sends and receives;
@@ -177,6 +188,9 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
   for (std::size_t r = 1; r < run_first.size(); ++r)
     if (run_first[r] != run_first[r - 1]) runs.push_back(run_first[r]);
   if (total == 0) return;
+  // Where each tile of each merge starts in its run a (the tiles' ends, one more than tiles).
+  temporary_buffer<std::size_t> a_taken(ceil_div(total, std::size_t(merge_tile)) + runs.size(),
+                                        call);
   K* from_keys = keys;
   V* from_values = values;
   for (int round = 0; runs.size() > 2; ++round) {
@@ -184,22 +198,28 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
     K* const to_keys = to_output ? keys_out : keys;
     V* const to_values = to_output ? values_out : values;
     std::vector<std::size_t> merged(1, 0);
+    std::size_t* pair_taken = a_taken.data();
     for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
       const std::size_t a = runs[r], b = runs[r + 1];
       const std::size_t end = r + 2 < runs.size() ? runs[r + 2] : b;
-      const std::size_t outputs = end - a;
-      const unsigned blocks = unsigned(ceil_div(outputs, std::size_t(merge_threads) * merge_items));
-      merge_pair_kernel<<<blocks, merge_threads, 0, call.stream()>>>(
+      const std::size_t tiles = ceil_div(end - a, std::size_t(merge_tile));
+      merge_partitions_kernel<<<unsigned(ceil_div(tiles + 1, std::size_t(partition_threads))),
+                                partition_threads, 0, call.stream()>>>(
+          from_keys + a, b - a, from_keys + b, end - b, ord, tiles, pair_taken);
+      check_launch(call.function(), "merge_partitions_kernel");
+      merge_pair_kernel<<<unsigned(tiles), merge_threads, 0, call.stream()>>>(
           from_keys + a, has_values ? from_values + a : nullptr, b - a, from_keys + b,
-          has_values ? from_values + b : nullptr, end - b, to_keys + a,
+          has_values ? from_values + b : nullptr, end - b, pair_taken, to_keys + a,
           has_values ? to_values + a : nullptr, ord);
       check_launch(call.function(), "merge_pair_kernel");
+      pair_taken += tiles + 1;
       merged.push_back(end);
     }
     runs = merged;
     from_keys = to_keys;
     from_values = to_values;
   }
+  a_taken.release();
   if (from_keys == keys_out) return;
   call.check(cudaMemcpyAsync(keys_out, from_keys, total * sizeof(K), cudaMemcpyDeviceToDevice,
                              call.stream()),
@@ -211,46 +231,94 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
   }
 }
 
-// Thread t writes outputs [t x items, (t + 1) x items): it finds how many of the first of
-// them come from run a by a binary search along its diagonal (a's item first on ties), then
-// merges its items one by one.
+// A block writes one tile of the output. merge_partitions_kernel found, by a binary search
+// along each tile's first diagonal, which items of runs a and b the tile takes; the block
+// loads them into shared memory (a's, then b's), each thread finds its own diagonal there and
+// merges its items into registers, and the merged tile goes back through shared memory so
+// that every load and store is coalesced.
 template <class K, class V>
 __global__ void __launch_bounds__(merge_threads)
     merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count, const K* b_keys,
-                      const V* b_values, std::size_t b_count, K* keys_out, V* values_out,
-                      order ord) {
+                      const V* b_values, std::size_t b_count, const std::size_t* a_taken,
+                      K* keys_out, V* values_out, order ord) {
   constexpr bool has_values = !std::is_same_v<V, no_values>;
+  __shared__ uninitialized_array<K, merge_tile> tile_keys;
+  __shared__ uninitialized_array<value_or_char<V>, has_values ? merge_tile : 1> tile_values;
   const std::size_t total = a_count + b_count;
-  const std::size_t first =
-      (std::size_t(blockIdx.x) * merge_threads + threadIdx.x) * std::size_t(merge_items);
-  if (first >= total) return;
-  std::size_t low = first > b_count ? first - b_count : 0;
-  std::size_t high = first < a_count ? first : a_count;
+  const std::size_t first = std::size_t(blockIdx.x) * merge_tile;
+  const std::size_t end = first + merge_tile < total ? first + merge_tile : total;
+  const std::size_t a_first = a_taken[blockIdx.x], b_first = first - a_first;
+  const unsigned count = unsigned(end - first);
+  const unsigned a_tile = unsigned(a_taken[blockIdx.x + 1] - a_first);
+  for (unsigned t = threadIdx.x; t < count; t += merge_threads) {
+    const bool from_a = t < a_tile;
+    tile_keys[t] = from_a ? a_keys[a_first + t] : b_keys[b_first + (t - a_tile)];
+    if constexpr (has_values)
+      tile_values[t] = from_a ? a_values[a_first + t] : b_values[b_first + (t - a_tile)];
+  }
+  __syncthreads();
+
+  const unsigned diagonal = min(unsigned(threadIdx.x) * merge_items, count);
+  const K* const staged = &tile_keys[0];
+  unsigned i =
+      unsigned(merge_split(staged, a_tile, staged + a_tile, count - a_tile, diagonal, ord));
+  unsigned j = a_tile + (diagonal - i);
+  K keys[merge_items];
+  value_or_char<V> values[merge_items];
+#pragma unroll
+  for (int k = 0; k < merge_items; ++k) {
+    if (diagonal + unsigned(k) >= count) continue;
+    const bool from_a =
+        j >= count ||
+        (i < a_tile && !(ordered_image(tile_keys[j], ord) < ordered_image(tile_keys[i], ord)));
+    const unsigned from = from_a ? i++ : j++;
+    keys[k] = tile_keys[from];
+    if constexpr (has_values) values[k] = tile_values[from];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < merge_items; ++k) {
+    if (diagonal + unsigned(k) >= count) continue;
+    tile_keys[diagonal + unsigned(k)] = keys[k];
+    if constexpr (has_values) tile_values[diagonal + unsigned(k)] = values[k];
+  }
+  __syncthreads();
+  for (unsigned t = threadIdx.x; t < count; t += merge_threads) {
+    keys_out[first + t] = tile_keys[t];
+    if constexpr (has_values) values_out[first + t] = tile_values[t];
+  }
+}
+
+// a_taken[t]: the items of run a among the first t x tile outputs of the merge (t <= tiles;
+// the last, all of a).
+template <class K>
+__global__ void merge_partitions_kernel(const K* a_keys, std::size_t a_count, const K* b_keys,
+                                        std::size_t b_count, order ord, std::size_t tiles,
+                                        std::size_t* a_taken) {
+  const std::size_t t = std::size_t(blockIdx.x) * partition_threads + threadIdx.x;
+  if (t > tiles) return;
+  const std::size_t total = a_count + b_count;
+  const std::size_t diagonal = t * merge_tile < total ? t * merge_tile : total;
+  a_taken[t] = merge_split(a_keys, a_count, b_keys, b_count, diagonal, ord);
+}
+
+// How many of the first `diagonal` outputs of merging runs a and b come from a, a's item
+// first on ties: a binary search along the diagonal.
+template <class K>
+__device__ std::size_t merge_split(const K* a, std::size_t a_count, const K* b, std::size_t b_count,
+                                   std::size_t diagonal, order ord) {
+  std::size_t low = diagonal > b_count ? diagonal - b_count : 0;
+  std::size_t high = diagonal < a_count ? diagonal : a_count;
   while (low < high) {
     const std::size_t middle = low + (high - low) / 2;
-    // a[middle] comes before b[first - 1 - middle] unless b's is strictly earlier.
-    if (ordered_image(b_keys[first - 1 - middle], ord) < ordered_image(a_keys[middle], ord)) {
+    // a[middle] comes before b[diagonal - 1 - middle] unless b's is strictly earlier.
+    if (ordered_image(b[diagonal - 1 - middle], ord) < ordered_image(a[middle], ord)) {
       high = middle;
     } else {
       low = middle + 1;
     }
   }
-  std::size_t i = low, j = first - low;
-  const std::size_t end = first + merge_items < total ? first + merge_items : total;
-  for (std::size_t k = first; k < end; ++k) {
-    const bool from_a =
-        j >= b_count ||
-        (i < a_count && !(ordered_image(b_keys[j], ord) < ordered_image(a_keys[i], ord)));
-    if (from_a) {
-      keys_out[k] = a_keys[i];
-      if constexpr (has_values) values_out[k] = a_values[i];
-      ++i;
-    } else {
-      keys_out[k] = b_keys[j];
-      if constexpr (has_values) values_out[k] = b_values[j];
-      ++j;
-    }
-  }
+  return low;
 }
 
 // For each boundary b between output shards, the key (as its ordered image v) at global
