@@ -669,11 +669,9 @@ __global__ void count_key_errors(const K* keys_in, const K* keys_out, std::size_
   }
 }
 
-// More than 2^29 pairs: a pass runs in two portions, the second starting its digits where
-// the first left them.
-TEST(sort, huge_pairs_in_several_portions) {
-  PPAT_REQUIRE_GPU();
-  PPAT_TRACE_SEED();
+// More than 2^29 pairs, sorted by bits [0, end_bit) from one buffer into another or in place,
+// checked on the device against a copy of the keys.
+void huge_pairs(bool in_place, int end_bit) {
   const std::size_t n = (std::size_t{1} << 29) + 4099;
   std::vector<std::uint32_t> keys(n);
   std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
@@ -682,47 +680,40 @@ TEST(sort, huge_pairs_in_several_portions) {
   std::vector<std::uint64_t> positions(n);
   std::iota(positions.begin(), positions.end(), std::uint64_t{0});
   device_buffer<std::uint32_t> keys_in(n), keys_out(n);
-  device_buffer<std::uint64_t> values_in(n), values_out(n);
+  device_buffer<std::uint64_t> values_in(in_place ? 0 : n), values_out(n);
   device_buffer<unsigned> seen(n);
   device_buffer<unsigned long long> errors(1);
   keys_in.upload(keys);
-  values_in.upload(positions);
+  (in_place ? keys_out : keys_in).upload(keys);
+  (in_place ? values_out : values_in).upload(positions);
   PPAT_CUDA_OK(cudaMemset(seen.data(), 0, n * sizeof(unsigned)));
   PPAT_CUDA_OK(cudaMemset(errors.data(), 0, sizeof(unsigned long long)));
-  ppat::sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(), n);
+  if (in_place) {
+    ppat::sort_pairs(keys_out.data(), keys_out.data(), values_out.data(), values_out.data(), n,
+                     ppat::order::ascending, 0, end_bit);
+  } else {
+    ppat::sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(), n,
+                     ppat::order::ascending, 0, end_bit);
+  }
   count_sort_errors<<<1024, 256>>>(keys_in.data(), keys_out.data(), values_out.data(), n,
                                    seen.data(), errors.data());
   ppat_test::expect_no_cuda_error();
   EXPECT_EQ(errors.download()[0], 0u);
 }
 
+// A pass runs in two portions, the second starting its digits where the first left them.
+TEST(sort, huge_pairs_in_several_portions) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  huge_pairs(false, 32);
+}
+
 // The same in place, by the keys' 24 low bits: three passes, so the input is first copied
-// aside, and each pass in two portions.
+// aside.
 TEST(sort, huge_pairs_in_place_in_several_portions) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
-  const std::size_t n = (std::size_t{1} << 29) + 4099;
-  std::vector<std::uint32_t> keys(n);
-  std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
-  for (auto& k : keys)
-    k = std::uint32_t(cheap()) & 0x00FF00FFu;
-  std::vector<std::uint64_t> positions(n);
-  std::iota(positions.begin(), positions.end(), std::uint64_t{0});
-  device_buffer<std::uint32_t> keys_in(n), keys_sorted(n);
-  device_buffer<std::uint64_t> values(n);
-  device_buffer<unsigned> seen(n);
-  device_buffer<unsigned long long> errors(1);
-  keys_in.upload(keys);
-  keys_sorted.upload(keys);
-  values.upload(positions);
-  PPAT_CUDA_OK(cudaMemset(seen.data(), 0, n * sizeof(unsigned)));
-  PPAT_CUDA_OK(cudaMemset(errors.data(), 0, sizeof(unsigned long long)));
-  ppat::sort_pairs(keys_sorted.data(), keys_sorted.data(), values.data(), values.data(), n,
-                   ppat::order::ascending, 0, 24);
-  count_sort_errors<<<1024, 256>>>(keys_in.data(), keys_sorted.data(), values.data(), n,
-                                   seen.data(), errors.data());
-  ppat_test::expect_no_cuda_error();
-  EXPECT_EQ(errors.download()[0], 0u);
+  huge_pairs(true, 24);
 }
 
 // More than 2^32 u8 keys: every count and output position needs 64 bits.
