@@ -51,14 +51,31 @@ template <class K>
 __device__ typename radix_key<K>::image_type ordered_image(const K& key, order ord);
 template <class K>
 __global__ void merge_partitions_kernel(const K* a_keys, std::size_t a_count, const K* b_keys,
-                                        std::size_t b_count, order ord, std::size_t tiles,
-                                        std::size_t* a_taken);
-template <class K>
-__device__ std::size_t merge_split(const K* a, std::size_t a_count, const K* b, std::size_t b_count,
-                                   std::size_t diagonal, order ord);
-constexpr int merge_threads = 128;
-constexpr int merge_items = 8;  // outputs a thread
-constexpr int merge_tile = merge_threads * merge_items;
+                                        std::size_t b_count, order ord, std::size_t tile,
+                                        std::size_t tiles, std::size_t* a_taken);
+template <class Index, class RunA, class RunB>
+__device__ Index merge_split(RunA a, Index a_count, RunB b, Index b_count, Index diagonal,
+                             order ord);
+constexpr int merge_threads = 256;
+// Outputs a thread: as many as keep a tile's keys and values within 48 KiB of shared memory.
+template <class K, class V>
+constexpr int merge_item_bytes = int(sizeof(K) + (std::is_same_v<V, no_values> ? 0 : sizeof(V)));
+template <class K, class V>
+constexpr int merge_items = merge_item_bytes<K, V> <= 8    ? 16
+                            : merge_item_bytes<K, V> <= 16 ? 8
+                                                           : 4;
+template <class K, class V>
+constexpr int merge_tile = merge_threads* merge_items<K, V>;
+// Where a tile's item x of type T sits in shared memory: one item of padding after every 128
+// bytes, so that the items of a warp's threads, merge_items apart, fall in different banks.
+template <class T>
+constexpr unsigned items_between_pads = sizeof(T) <= 64 ? unsigned(128 / sizeof(T)) : 1u << 30;
+template <class T>
+__device__ unsigned tile_slot(unsigned x) {
+  return x + x / items_between_pads<T>;
+}
+template <class T, int Tile>
+constexpr int tile_slots = Tile + int(Tile / items_between_pads<T>);
 constexpr int partition_threads = 256;
 
 // Each shard sorted locally; then, for every boundary between output shards, how many of each
@@ -189,8 +206,8 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
     if (run_first[r] != run_first[r - 1]) runs.push_back(run_first[r]);
   if (total == 0) return;
   // Where each tile of each merge starts in its run a (the tiles' ends, one more than tiles).
-  temporary_buffer<std::size_t> a_taken(ceil_div(total, std::size_t(merge_tile)) + runs.size(),
-                                        call);
+  constexpr std::size_t tile = merge_tile<K, V>;
+  temporary_buffer<std::size_t> a_taken(ceil_div(total, tile) + runs.size(), call);
   K* from_keys = keys;
   V* from_values = values;
   for (int round = 0; runs.size() > 2; ++round) {
@@ -202,10 +219,10 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
     for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
       const std::size_t a = runs[r], b = runs[r + 1];
       const std::size_t end = r + 2 < runs.size() ? runs[r + 2] : b;
-      const std::size_t tiles = ceil_div(end - a, std::size_t(merge_tile));
+      const std::size_t tiles = ceil_div(end - a, tile);
       merge_partitions_kernel<<<unsigned(ceil_div(tiles + 1, std::size_t(partition_threads))),
                                 partition_threads, 0, call.stream()>>>(
-          from_keys + a, b - a, from_keys + b, end - b, ord, tiles, pair_taken);
+          from_keys + a, b - a, from_keys + b, end - b, ord, tile, tiles, pair_taken);
       check_launch(call.function(), "merge_partitions_kernel");
       merge_pair_kernel<<<unsigned(tiles), merge_threads, 0, call.stream()>>>(
           from_keys + a, has_values ? from_values + a : nullptr, b - a, from_keys + b,
@@ -235,57 +252,91 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
 // along each tile's first diagonal, which items of runs a and b the tile takes; the block
 // loads them into shared memory (a's, then b's), each thread finds its own diagonal there and
 // merges its items into registers, and the merged tile goes back through shared memory so
-// that every load and store is coalesced.
+// that every load and store is coalesced. The tile is padded in shared memory (tile_slot):
+// unpadded, the threads of a warp, merge_items outputs apart, hit the same banks, and the
+// merge ran at 40% of a copy's bandwidth, bound by shared memory.
 template <class K, class V>
 __global__ void __launch_bounds__(merge_threads)
     merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count, const K* b_keys,
                       const V* b_values, std::size_t b_count, const std::size_t* a_taken,
                       K* keys_out, V* values_out, order ord) {
   constexpr bool has_values = !std::is_same_v<V, no_values>;
-  __shared__ uninitialized_array<K, merge_tile> tile_keys;
-  __shared__ uninitialized_array<value_or_char<V>, has_values ? merge_tile : 1> tile_values;
+  constexpr int items = merge_items<K, V>;
+  constexpr int tile = merge_tile<K, V>;
+  using value = value_or_char<V>;
+  __shared__ uninitialized_array<K, tile_slots<K, tile>> tile_keys;
+  __shared__ uninitialized_array<value, has_values ? tile_slots<value, tile> : 1> tile_values;
   const std::size_t total = a_count + b_count;
-  const std::size_t first = std::size_t(blockIdx.x) * merge_tile;
-  const std::size_t end = first + merge_tile < total ? first + merge_tile : total;
+  const std::size_t first = std::size_t(blockIdx.x) * tile;
+  const std::size_t end = first + tile < total ? first + tile : total;
   const std::size_t a_first = a_taken[blockIdx.x], b_first = first - a_first;
   const unsigned count = unsigned(end - first);
   const unsigned a_tile = unsigned(a_taken[blockIdx.x + 1] - a_first);
-  for (unsigned t = threadIdx.x; t < count; t += merge_threads) {
-    const bool from_a = t < a_tile;
-    tile_keys[t] = from_a ? a_keys[a_first + t] : b_keys[b_first + (t - a_tile)];
+  const auto key_at = [&](unsigned x) { return tile_keys[tile_slot<K>(x)]; };
+
+  // Every load of the thread issued before any store to shared memory.
+  K keys[items];
+  value values[items];
+#pragma unroll
+  for (int k = 0; k < items; ++k) {
+    const unsigned t = unsigned(k * merge_threads) + threadIdx.x;
+    if (t >= count) continue;
+    keys[k] = t < a_tile ? a_keys[a_first + t] : b_keys[b_first + (t - a_tile)];
     if constexpr (has_values)
-      tile_values[t] = from_a ? a_values[a_first + t] : b_values[b_first + (t - a_tile)];
+      values[k] = t < a_tile ? a_values[a_first + t] : b_values[b_first + (t - a_tile)];
+  }
+#pragma unroll
+  for (int k = 0; k < items; ++k) {
+    const unsigned t = unsigned(k * merge_threads) + threadIdx.x;
+    if (t >= count) continue;
+    tile_keys[tile_slot<K>(t)] = keys[k];
+    if constexpr (has_values) tile_values[tile_slot<value>(t)] = values[k];
   }
   __syncthreads();
 
-  const unsigned diagonal = min(unsigned(threadIdx.x) * merge_items, count);
-  const K* const staged = &tile_keys[0];
-  unsigned i =
-      unsigned(merge_split(staged, a_tile, staged + a_tile, count - a_tile, diagonal, ord));
+  // The thread's outputs [diagonal, diagonal + items): the next key of each run waits
+  // in a register, so each output costs one shared-memory read, the same for every thread
+  // whichever run it takes from (a branch there made the warps diverge on keys that
+  // interleave finely).
+  const unsigned diagonal = min(unsigned(threadIdx.x) * items, count);
+  unsigned i = merge_split(
+      key_at, a_tile, [&](unsigned x) { return key_at(a_tile + x); }, count - a_tile, diagonal,
+      ord);
   unsigned j = a_tile + (diagonal - i);
-  K keys[merge_items];
-  value_or_char<V> values[merge_items];
+  const unsigned last = tile - 1;
+  K a_key = key_at(min(i, last)), b_key = key_at(min(j, last));
+  unsigned taken_from[items];
 #pragma unroll
-  for (int k = 0; k < merge_items; ++k) {
-    if (diagonal + unsigned(k) >= count) continue;
+  for (int k = 0; k < items; ++k) {
     const bool from_a =
-        j >= count ||
-        (i < a_tile && !(ordered_image(tile_keys[j], ord) < ordered_image(tile_keys[i], ord)));
-    const unsigned from = from_a ? i++ : j++;
-    keys[k] = tile_keys[from];
-    if constexpr (has_values) values[k] = tile_values[from];
+        j >= count || (i < a_tile && !(ordered_image(b_key, ord) < ordered_image(a_key, ord)));
+    keys[k] = from_a ? a_key : b_key;
+    taken_from[k] = from_a ? i : j;
+    i += from_a ? 1 : 0;
+    j += from_a ? 0 : 1;
+    const K next = key_at(min(from_a ? i : j, last));
+    a_key = from_a ? next : a_key;
+    b_key = from_a ? b_key : next;
+  }
+  if constexpr (has_values) {
+#pragma unroll
+    for (int k = 0; k < items; ++k)
+      values[k] = tile_values[tile_slot<value>(min(taken_from[k], last))];
   }
   __syncthreads();
 #pragma unroll
-  for (int k = 0; k < merge_items; ++k) {
+  for (int k = 0; k < items; ++k) {
     if (diagonal + unsigned(k) >= count) continue;
-    tile_keys[diagonal + unsigned(k)] = keys[k];
-    if constexpr (has_values) tile_values[diagonal + unsigned(k)] = values[k];
+    tile_keys[tile_slot<K>(diagonal + unsigned(k))] = keys[k];
+    if constexpr (has_values) tile_values[tile_slot<value>(diagonal + unsigned(k))] = values[k];
   }
   __syncthreads();
-  for (unsigned t = threadIdx.x; t < count; t += merge_threads) {
-    keys_out[first + t] = tile_keys[t];
-    if constexpr (has_values) values_out[first + t] = tile_values[t];
+#pragma unroll
+  for (int k = 0; k < items; ++k) {
+    const unsigned t = unsigned(k * merge_threads) + threadIdx.x;
+    if (t >= count) continue;
+    keys_out[first + t] = tile_keys[tile_slot<K>(t)];
+    if constexpr (has_values) values_out[first + t] = tile_values[tile_slot<value>(t)];
   }
 }
 
@@ -293,26 +344,28 @@ __global__ void __launch_bounds__(merge_threads)
 // the last, all of a).
 template <class K>
 __global__ void merge_partitions_kernel(const K* a_keys, std::size_t a_count, const K* b_keys,
-                                        std::size_t b_count, order ord, std::size_t tiles,
-                                        std::size_t* a_taken) {
+                                        std::size_t b_count, order ord, std::size_t tile,
+                                        std::size_t tiles, std::size_t* a_taken) {
   const std::size_t t = std::size_t(blockIdx.x) * partition_threads + threadIdx.x;
   if (t > tiles) return;
   const std::size_t total = a_count + b_count;
-  const std::size_t diagonal = t * merge_tile < total ? t * merge_tile : total;
-  a_taken[t] = merge_split(a_keys, a_count, b_keys, b_count, diagonal, ord);
+  const std::size_t diagonal = t * tile < total ? t * tile : total;
+  a_taken[t] = merge_split([&](std::size_t x) { return a_keys[x]; }, a_count,
+                           [&](std::size_t x) { return b_keys[x]; }, b_count, diagonal, ord);
 }
 
-// How many of the first `diagonal` outputs of merging runs a and b come from a, a's item
-// first on ties: a binary search along the diagonal.
-template <class K>
-__device__ std::size_t merge_split(const K* a, std::size_t a_count, const K* b, std::size_t b_count,
-                                   std::size_t diagonal, order ord) {
-  std::size_t low = diagonal > b_count ? diagonal - b_count : 0;
-  std::size_t high = diagonal < a_count ? diagonal : a_count;
+// How many of the first `diagonal` outputs of merging runs a and b (a(x), b(x): their items)
+// come from a, a's item first on ties: a binary search along the diagonal.
+template <class Index, class RunA, class RunB>
+__device__ Index merge_split(RunA a, Index a_count, RunB b, Index b_count, Index diagonal,
+                             order ord) {
+  Index low = diagonal > b_count ? diagonal - b_count : 0;
+  Index high = diagonal < a_count ? diagonal : a_count;
   while (low < high) {
-    const std::size_t middle = low + (high - low) / 2;
-    // a[middle] comes before b[diagonal - 1 - middle] unless b's is strictly earlier.
-    if (ordered_image(b[diagonal - 1 - middle], ord) < ordered_image(a[middle], ord)) {
+    const Index middle = low + (high - low) / 2;
+    // a's item at middle comes before b's at diagonal - 1 - middle unless b's is strictly
+    // earlier.
+    if (ordered_image(b(diagonal - 1 - middle), ord) < ordered_image(a(middle), ord)) {
       high = middle;
     } else {
       low = middle + 1;
