@@ -492,46 +492,82 @@ TEST(distributed, bad_arguments_on_one_rank_throw_on_every_rank) {
 
 // The merge of the received runs, alone (one GPU is enough): runs of uneven sizes, some
 // empty, keys with many ties, values the position in the concatenation.
-TEST(distributed, received_runs_merge_stably) {
-  PPAT_REQUIRE_GPU();
-  PPAT_TRACE_SEED();
+// A 16-byte value: an item's index and three words made from it, so that a value torn apart or
+// taken from the wrong slot shows.
+struct index_and_checks {
+  std::uint32_t index, inverted, hashed, mixed;
+};
+
+template <class V>
+V value_of_index(std::uint32_t i) {
+  if constexpr (std::is_same_v<V, index_and_checks>)
+    return {i, ~i, i * 2654435761u, i ^ 0x5bd1e995u};
+  else
+    return V(i);
+}
+
+// merge_runs alone, on runs that are each sorted (one empty), with many ties across runs:
+// the output must be the stable sort of their concatenation. Values are the items' indices.
+// The types choose the tile: 16 items a thread up to 8 bytes an item, 8 up to 16, 4 beyond.
+template <class K, class V>
+void check_received_runs_merge(const char* what, long long low, long long high) {
+  constexpr bool has_values = !std::is_same_v<V, ppat::detail::no_values>;
   for (int runs : {2, 3, 5, 8}) {
     for (ppat::order ord : {ppat::order::ascending, ppat::order::descending}) {
+      const auto before = [&](const K& a, const K& b) {
+        return ord == ppat::order::ascending ? a < b : a > b;
+      };
       std::vector<std::size_t> run_first(1, 0);
-      std::vector<float> keys;
+      std::vector<K> keys;
       for (int r = 0; r < runs; ++r) {
         const std::size_t size = r == 1 ? 0 : std::size_t(100000 + 7919 * r);
-        auto run = ppat_test::random_integers<float>(size, -300, 300);
-        std::stable_sort(run.begin(), run.end(), [&](float a, float b) {
-          return ord == ppat::order::ascending ? a < b : a > b;
-        });
+        auto run = ppat_test::random_integers<K>(size, low, high);
+        std::stable_sort(run.begin(), run.end(), before);
         keys.insert(keys.end(), run.begin(), run.end());
         run_first.push_back(keys.size());
       }
-      std::vector<std::uint32_t> values(keys.size());
-      std::iota(values.begin(), values.end(), 0u);
-      std::vector<std::uint32_t> order_of = values;
-      std::stable_sort(order_of.begin(), order_of.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return ord == ppat::order::ascending ? keys[a] < keys[b] : keys[a] > keys[b];
-      });
-      std::vector<float> want_keys(keys.size());
+      std::vector<std::uint32_t> order_of(keys.size());
+      std::iota(order_of.begin(), order_of.end(), 0u);
+      std::stable_sort(order_of.begin(), order_of.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return before(keys[a], keys[b]); });
+      std::vector<K> want_keys(keys.size());
       for (std::size_t i = 0; i < keys.size(); ++i)
         want_keys[i] = keys[order_of[i]];
-      ppat_test::device_buffer<float> keys_in(keys), keys_out(keys.size(), 16);
-      ppat_test::device_buffer<std::uint32_t> values_in(values), values_out(keys.size(), 16);
+      ppat_test::device_buffer<K> keys_in(keys), keys_out(keys.size(), 16);
       keys_out.poison();
+      std::vector<V> values, want_values;
+      if constexpr (has_values) {
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          values.push_back(value_of_index<V>(std::uint32_t(i)));
+          want_values.push_back(value_of_index<V>(order_of[i]));
+        }
+      }
+      ppat_test::device_buffer<V> values_in(values), values_out(values.size(), 16);
       values_out.poison();
       {
         const ppat::detail::call_context call(0, "merge_runs");
-        ppat::distributed::detail::merge_runs(keys_in.data(), values_in.data(), run_first,
-                                              keys_out.data(), values_out.data(), ord, call);
+        ppat::distributed::detail::merge_runs(
+            keys_in.data(), has_values ? values_in.data() : nullptr, run_first, keys_out.data(),
+            has_values ? values_out.data() : nullptr, ord, call);
       }
       ppat_test::expect_no_cuda_error();
-      EXPECT_EQ(ppat_test::first_mismatch(keys_out.download(), want_keys), -1) << runs << " runs";
-      EXPECT_EQ(ppat_test::first_mismatch(values_out.download(), order_of), -1) << runs << " runs";
-      EXPECT_TRUE(keys_out.guards_intact() && values_out.guards_intact());
+      EXPECT_EQ(ppat_test::first_mismatch(keys_out.download(), want_keys), -1)
+          << what << ", " << runs << " runs";
+      EXPECT_EQ(ppat_test::first_mismatch(values_out.download(), want_values), -1)
+          << what << ", " << runs << " runs";
+      EXPECT_TRUE(keys_out.guards_intact() && values_out.guards_intact()) << what;
     }
   }
+}
+
+TEST(distributed, received_runs_merge_stably) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_received_runs_merge<float, std::uint32_t>("f32 / u32", -300, 300);
+  check_received_runs_merge<std::uint32_t, ppat::detail::no_values>("u32 keys", 0, 1000);
+  check_received_runs_merge<std::uint64_t, std::uint64_t>("u64 / u64", 0, 3000);
+  check_received_runs_merge<double, index_and_checks>("f64 / 16-byte struct", -2000, 2000);
+  check_received_runs_merge<std::int8_t, index_and_checks>("i8 / 16-byte struct", -100, 100);
 }
 
 TEST(distributed, bin_counts_that_differ_between_ranks_throw_on_every_rank) {
