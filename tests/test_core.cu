@@ -161,22 +161,27 @@ TEST(temporary_memory, pool_keeps_memory_between_calls) {
   EXPECT_EQ(pool, ppat::temporary_memory_pool(device)) << "one pool per device";
   std::uint64_t threshold = 0;
   PPAT_CUDA_OK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  EXPECT_EQ(threshold, ppat::retained_bytes);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PPAT_CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT_EQ(threshold, ppat::retained_bytes(device));
+  EXPECT_EQ(threshold, total_bytes / 8) << "an eighth of the device's memory";
 
+  // 1 GiB, more than a pool keeping 256 MiB would keep: still mapped after a synchronization.
+  const std::size_t count = std::size_t{1} << 27;
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   {
     const ppat::detail::call_context call(stream, "test");
-    ppat::detail::temporary_buffer<double> buffer(1 << 20, call);
+    ppat::detail::temporary_buffer<double> buffer(count, call);
     ASSERT_NE(buffer.data(), nullptr);
-    PPAT_CUDA_OK(cudaMemsetAsync(buffer.data(), 0, (1 << 20) * sizeof(double), stream));
+    PPAT_CUDA_OK(cudaMemsetAsync(buffer.data(), 0, count * sizeof(double), stream));
     buffer.release();
     EXPECT_EQ(buffer.data(), nullptr);
   }
   PPAT_CUDA_OK(cudaStreamSynchronize(stream));
   std::uint64_t reserved = 0;
   PPAT_CUDA_OK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-  EXPECT_GE(reserved, (1u << 20) * sizeof(double)) << "memory returned at synchronization";
+  EXPECT_GE(reserved, count * sizeof(double)) << "memory returned at synchronization";
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();
 }

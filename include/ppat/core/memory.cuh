@@ -3,11 +3,15 @@
 // A plain cudaMallocAsync on the device's default pool (release threshold 0) hands memory
 // back to the driver at every synchronization, so each ppat call would pay for a fresh
 // mapping: about 49 us on an H200, more than a whole small scan (`ppat bench --pattern
-// overhead`: an empty launch 6.0 us, with such an allocation and free around it 55.1 us).
-// ppat owns one pool per device whose release threshold keeps up to `retained_bytes`
-// mapped, so a repeated call pays about 0.6 us (6.6 us). The pool is yours to tune:
-// ppat::temporary_memory_pool() returns it (set cudaMemPoolAttrReleaseThreshold, or
-// cudaMemPoolTrimTo it).
+// overhead`: an empty launch 6.0 us, with such an allocation and free around it 55.1 us),
+// and about 1.5 ms of stream time a GiB for large ones: a sort of 2^30 u32/u32 pairs, whose
+// 8 GiB of temporaries were mapped afresh each call, took 49.2 ms where it takes 38.8 with
+// them kept. ppat owns one pool per device whose release threshold keeps up to
+// `retained_bytes(device)`, an eighth of the device's memory, mapped: a repeated call pays
+// about 0.6 us (6.6 us), and the temporaries of sorts up to 2^31 u32/u32 pairs (16 GiB) stay
+// mapped on an H200, while seven eighths of the device stay free of ppat for the caller. The
+// pool is yours to tune: ppat::temporary_memory_pool() returns it (set
+// cudaMemPoolAttrReleaseThreshold, or cudaMemPoolTrimTo it).
 //
 // Under stream capture the allocation and the free become graph nodes, so every ppat call
 // is capturable.
@@ -35,7 +39,13 @@
 
 namespace ppat {
 
-inline constexpr std::uint64_t retained_bytes = std::uint64_t{256} << 20;
+// The memory ppat's pool on `device` keeps mapped between calls: an eighth of the device's.
+inline std::uint64_t retained_bytes(int device) {
+  cudaDeviceProp props{};
+  detail::check_cuda(cudaGetDeviceProperties(&props, device), "ppat::retained_bytes",
+                     "cudaGetDeviceProperties");
+  return std::uint64_t(props.totalGlobalMem) / 8;
+}
 
 // The pool ppat draws temporary memory from on `device`, created on first use.
 inline cudaMemPool_t temporary_memory_pool(int device) {
@@ -49,9 +59,9 @@ inline cudaMemPool_t temporary_memory_pool(int device) {
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = device;
+  std::uint64_t threshold = retained_bytes(device);
   cudaMemPool_t pool = nullptr;
   detail::check_cuda(cudaMemPoolCreate(&pool, &props), function, "cudaMemPoolCreate");
-  std::uint64_t threshold = retained_bytes;
   const cudaError_t set =
       cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
   if (set != cudaSuccess) {
