@@ -254,15 +254,16 @@ struct tile_shape : Tuning {
   static constexpr int tile_items = Tuning::threads * items;
 };
 
-// Large inputs: tiles of 32 KB, as many an SM as the registers allow without spilling (64
-// registers for 4-byte pairs, 80 for larger). 512-thread tiles of 4-byte pairs (u32 keys,
-// 2^28: 5.92 ms against 6.43 ms with 256 threads; the look-back and the digit-start loads
-// are paid per tile, and a tile of 8192 keys pays them for twice as many), 256 threads for
-// larger pairs (512 measured no faster for u32/u32 pairs, and 8-byte pairs would hold 8
-// keys a thread).
+// Large inputs: 512-thread tiles, two an SM (64 registers). The look-back and the digit-start
+// loads are paid per tile, so large tiles pay them for more keys: 4-byte keys 16 a thread
+// (u32 keys, 2^28: 5.92 ms against 6.43 ms with 256 threads), larger pairs 128 bytes a
+// thread (16 u32/u32 pairs, 8 of 12 or 16 bytes; u32/u32 at 2^28: 8.30 ms, where 256
+// threads three an SM took 10.04 and CUB 8.55; u64/u32 at 2^26 5.91 ms against 7.66, CUB
+// 5.18). One 512-thread tile an SM with 80 registers took 9.65 ms, 384 threads two an SM
+// 8.48.
 template <class K, class V>
 using onesweep_tuning =
-    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<256, 128, 3>>;
+    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<512, 128, 2>>;
 template <class K, class V>
 using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>>;
 
