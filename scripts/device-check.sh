@@ -6,7 +6,12 @@
 # Run on the H200 through the device tool, from the repository root:
 #   scripts/device-check.sh [part...]   (writes $OUT/device-check.txt and its logs)
 # The parts, all by default and always in this order: build tests sanitizers check bench
-# python. One device call allows ten minutes and the whole check takes about fifteen on an
+# python; and, asked for by name, distributed: `ppat bench --pattern distributed` on every
+# visible GPU (the targets beside the all-to-all bandwidth of the same run) and,
+# with two GPUs or more and mpirun, the one-process-per-GPU example on two ranks. On a
+# two-GPU machine the tests part runs the two-rank tests too:
+#   scripts/device-check.sh build tests distributed
+# One device call allows ten minutes and the whole check takes about fifteen on an
 # H200 (build 140 s, tests 130 s, sanitizers 340 s, check and bench 10 s, python 270 s), so it
 # takes two calls on one warm machine, which keeps the build between them:
 #   scripts/device-check.sh build python
@@ -40,8 +45,8 @@ parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(build tests sanitizers check bench python)
 for part in "${parts[@]}"; do
   case "$part" in
-    build | tests | sanitizers | check | bench | python) ;;
-    *) echo "device-check: unknown part '$part' (build tests sanitizers check bench python)" >&2; exit 2 ;;
+    build | tests | sanitizers | check | bench | python | distributed) ;;
+    *) echo "device-check: unknown part '$part' (build tests sanitizers check bench python distributed)" >&2; exit 2 ;;
   esac
 done
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
@@ -152,6 +157,25 @@ if wants python; then
   section "python (scripts/python-check.sh)"
   OUT=$out scripts/python-check.sh 2>&1 | tee -a "$report"
   summary+=("python check exit status: ${PIPESTATUS[0]}")
+fi
+
+if wants distributed; then
+  section "ppat bench --pattern distributed"
+  "$build/src/ppat" bench --pattern distributed 2>&1 | tee -a "$report"
+  summary+=("bench --pattern distributed exit status: ${PIPESTATUS[0]}")
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
+    section "mpirun -np 2 sort_one_process_per_gpu (2^28 keys a rank)"
+    id_file=$(mktemp -u /tmp/ppat-nccl-id.XXXXXX)  # a path that does not exist yet
+    as_root=()
+    [ "$(id -u)" != 0 ] || as_root=(--allow-run-as-root)
+    mpirun "${as_root[@]}" -np 2 "$build/examples/sort_one_process_per_gpu" "$id_file" 28 2>&1 |
+      tee -a "$report"
+    summary+=("mpirun -np 2 sort_one_process_per_gpu exit status: ${PIPESTATUS[0]}")
+    rm -f "$id_file"
+  else
+    say "one process a GPU: skipped ($gpus GPUs, mpirun $(command -v mpirun >/dev/null && echo found || echo missing))"
+  fi
 fi
 
 section "summary"
