@@ -413,7 +413,10 @@ void scan(ncclComm_t comm, const T* in, T* out, std::size_t n, T init, Op op, cu
     require_device_readable(out, n, call, "out");
   });
   temporary_buffer<partial<T>> totals(std::size_t(group.count) + 1, call);
-  partial<T>* const gathered = gather_shard_totals(comm, in, n, op, group, totals, call);
+  // No rank follows the last, so no rank folds its total: it sends an empty shard's (absent)
+  // and reads its shard once, not twice (on one rank, the scan costs what ppat::*_scan does).
+  const std::size_t counted = group.mine + 1 == group.count ? 0 : n;
+  partial<T>* const gathered = gather_shard_totals(comm, in, counted, op, group, totals, call);
   // What precedes this shard: the init of an exclusive scan, then the shards before it.
   partial<T>* const before_shard = gathered + group.count;
   fold_ranks_kernel<<<1, 1, 0, call.stream()>>>(gathered, group.mine, partial<T>{init, Exclusive},
