@@ -490,8 +490,6 @@ TEST(distributed, bad_arguments_on_one_rank_throw_on_every_rank) {
   });
 }
 
-// The merge of the received runs, alone (one GPU is enough): runs of uneven sizes, some
-// empty, keys with many ties, values the position in the concatenation.
 // A 16-byte value: an item's index and three words made from it, so that a value torn apart or
 // taken from the wrong slot shows.
 struct index_and_checks {
@@ -506,9 +504,11 @@ V value_of_index(std::uint32_t i) {
     return V(i);
 }
 
-// merge_runs alone, on runs that are each sorted (one empty), with many ties across runs:
-// the output must be the stable sort of their concatenation. Values are the items' indices.
-// The types choose the tile: 16 items a thread up to 8 bytes an item, 8 up to 16, 4 beyond.
+// merge_runs alone (one GPU is enough), on runs of uneven sizes that are each sorted (one
+// empty), with many ties across runs: the output must be the stable sort of their
+// concatenation. Values are the items' indices.
+// The types choose the tile: 17 items a thread up to 4 bytes an item (u32 keys), 11 up to 8
+// (f32/u32), 7 up to 16 (u64/u64), 5 for 17 bytes (i8 with a 16-byte value), 3 for 24.
 template <class K, class V>
 void check_received_runs_merge(const char* what, long long low, long long high) {
   constexpr bool has_values = !std::is_same_v<V, ppat::detail::no_values>;

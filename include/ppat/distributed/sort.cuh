@@ -56,26 +56,25 @@ __global__ void merge_partitions_kernel(const K* a_keys, std::size_t a_count, co
 template <class Index, class RunA, class RunB>
 __device__ Index merge_split(RunA a, Index a_count, RunB b, Index b_count, Index diagonal,
                              order ord);
-constexpr int merge_threads = 256;
-// Outputs a thread: as many as keep a tile's keys and values within 48 KiB of shared memory.
 template <class K, class V>
 constexpr int merge_item_bytes = int(sizeof(K) + (std::is_same_v<V, no_values> ? 0 : sizeof(V)));
+// Two sorted runs of 2^29 u32 keys merged on an H200 (CUB's merge 2.48 ms, a copy of the
+// bytes 2.01): 16 keys a thread in a padded tile took 3.50 ms (60 registers, four blocks an
+// SM); unpadded, 13 took 3.11 or 4.06 by the compiler's choice of registers from one build to
+// the next, 15 at eight blocks an SM 3.16, 17 at six 3.14. u32/u32 pairs (CUB 6.80 ms): 8 a
+// thread padded 5.48, 11 unpadded at six blocks an SM 5.19 (512 threads: 5.09). Wider items
+// keep the bytes a thread, and the compiler chooses their blocks.
 template <class K, class V>
-constexpr int merge_items = merge_item_bytes<K, V> <= 8    ? 16
-                            : merge_item_bytes<K, V> <= 16 ? 8
-                                                           : 4;
+using merge_tuning = std::conditional_t<
+    merge_item_bytes<K, V> <= 4, tuning<256, 68, 6>,
+    std::conditional_t<merge_item_bytes<K, V> <= 8, tuning<256, 88, 6>, tuning<256, 112, 0>>>;
+// Items a thread merges: the largest odd count within its bytes, at most 17 (an odd count
+// keeps a warp's accesses to shared memory in different banks: see merge_pair_kernel).
 template <class K, class V>
-constexpr int merge_tile = merge_threads* merge_items<K, V>;
-// Where a tile's item x of type T sits in shared memory: one item of padding after every 128
-// bytes, so that the items of a warp's threads, merge_items apart, fall in different banks.
-template <class T>
-constexpr unsigned items_between_pads = sizeof(T) <= 64 ? unsigned(128 / sizeof(T)) : 1u << 30;
-template <class T>
-__device__ unsigned tile_slot(unsigned x) {
-  return x + x / items_between_pads<T>;
-}
-template <class T, int Tile>
-constexpr int tile_slots = Tile + int(Tile / items_between_pads<T>);
+constexpr int merge_items =
+    (merge_tuning<K, V>::groups_per_thread(merge_item_bytes<K, V>, 17) - 1) / 2 * 2 + 1;
+template <class K, class V>
+constexpr int merge_tile = merge_tuning<K, V>::threads* merge_items<K, V>;
 constexpr int partition_threads = 256;
 
 // Each shard sorted locally; then, for every boundary between output shards, how many of each
@@ -224,7 +223,7 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
                                 partition_threads, 0, call.stream()>>>(
           from_keys + a, b - a, from_keys + b, end - b, ord, tile, tiles, pair_taken);
       check_launch(call.function(), "merge_partitions_kernel");
-      merge_pair_kernel<<<unsigned(tiles), merge_threads, 0, call.stream()>>>(
+      merge_pair_kernel<<<unsigned(tiles), merge_tuning<K, V>::threads, 0, call.stream()>>>(
           from_keys + a, has_values ? from_values + a : nullptr, b - a, from_keys + b,
           has_values ? from_values + b : nullptr, end - b, pair_taken, to_keys + a,
           has_values ? to_values + a : nullptr, ord);
@@ -252,34 +251,35 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
 // along each tile's first diagonal, which items of runs a and b the tile takes; the block
 // loads them into shared memory (a's, then b's), each thread finds its own diagonal there and
 // merges its items into registers, and the merged tile goes back through shared memory so
-// that every load and store is coalesced. The tile is padded in shared memory (tile_slot):
-// unpadded, the threads of a warp, merge_items outputs apart, hit the same banks, and the
-// merge ran at 40% of a copy's bandwidth, bound by shared memory.
+// that every load and store is coalesced. A thread's items sit merge_items apart, an odd
+// count, so that a warp's reads and writes of them fall in different banks: 16 apart, they
+// hit the same banks, and the merge ran at 40% of a copy's bandwidth, bound by shared memory.
 template <class K, class V>
-__global__ void __launch_bounds__(merge_threads)
+__global__ void __launch_bounds__(merge_tuning<K, V>::threads, merge_tuning<K, V>::blocks_per_sm)
     merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count, const K* b_keys,
                       const V* b_values, std::size_t b_count, const std::size_t* a_taken,
                       K* keys_out, V* values_out, order ord) {
   constexpr bool has_values = !std::is_same_v<V, no_values>;
+  constexpr int threads = merge_tuning<K, V>::threads;
   constexpr int items = merge_items<K, V>;
   constexpr int tile = merge_tile<K, V>;
   using value = value_or_char<V>;
-  __shared__ uninitialized_array<K, tile_slots<K, tile>> tile_keys;
-  __shared__ uninitialized_array<value, has_values ? tile_slots<value, tile> : 1> tile_values;
+  __shared__ uninitialized_array<K, tile> tile_keys;
+  __shared__ uninitialized_array<value, has_values ? tile : 1> tile_values;
   const std::size_t total = a_count + b_count;
   const std::size_t first = std::size_t(blockIdx.x) * tile;
   const std::size_t end = first + tile < total ? first + tile : total;
   const std::size_t a_first = a_taken[blockIdx.x], b_first = first - a_first;
   const unsigned count = unsigned(end - first);
   const unsigned a_tile = unsigned(a_taken[blockIdx.x + 1] - a_first);
-  const auto key_at = [&](unsigned x) { return tile_keys[tile_slot<K>(x)]; };
+  const auto key_at = [&](unsigned x) { return tile_keys[int(x)]; };
 
   // Every load of the thread issued before any store to shared memory.
   K keys[items];
   value values[items];
 #pragma unroll
   for (int k = 0; k < items; ++k) {
-    const unsigned t = unsigned(k * merge_threads) + threadIdx.x;
+    const unsigned t = unsigned(k * threads) + threadIdx.x;
     if (t >= count) continue;
     keys[k] = t < a_tile ? a_keys[a_first + t] : b_keys[b_first + (t - a_tile)];
     if constexpr (has_values)
@@ -287,10 +287,10 @@ __global__ void __launch_bounds__(merge_threads)
   }
 #pragma unroll
   for (int k = 0; k < items; ++k) {
-    const unsigned t = unsigned(k * merge_threads) + threadIdx.x;
+    const unsigned t = unsigned(k * threads) + threadIdx.x;
     if (t >= count) continue;
-    tile_keys[tile_slot<K>(t)] = keys[k];
-    if constexpr (has_values) tile_values[tile_slot<value>(t)] = values[k];
+    tile_keys[int(t)] = keys[k];
+    if constexpr (has_values) tile_values[int(t)] = values[k];
   }
   __syncthreads();
 
@@ -321,22 +321,22 @@ __global__ void __launch_bounds__(merge_threads)
   if constexpr (has_values) {
 #pragma unroll
     for (int k = 0; k < items; ++k)
-      values[k] = tile_values[tile_slot<value>(min(taken_from[k], last))];
+      values[k] = tile_values[int(min(taken_from[k], last))];
   }
   __syncthreads();
 #pragma unroll
   for (int k = 0; k < items; ++k) {
     if (diagonal + unsigned(k) >= count) continue;
-    tile_keys[tile_slot<K>(diagonal + unsigned(k))] = keys[k];
-    if constexpr (has_values) tile_values[tile_slot<value>(diagonal + unsigned(k))] = values[k];
+    tile_keys[int(diagonal) + k] = keys[k];
+    if constexpr (has_values) tile_values[int(diagonal) + k] = values[k];
   }
   __syncthreads();
 #pragma unroll
   for (int k = 0; k < items; ++k) {
-    const unsigned t = unsigned(k * merge_threads) + threadIdx.x;
+    const unsigned t = unsigned(k * threads) + threadIdx.x;
     if (t >= count) continue;
-    keys_out[first + t] = tile_keys[tile_slot<K>(t)];
-    if constexpr (has_values) values_out[first + t] = tile_values[tile_slot<value>(t)];
+    keys_out[first + t] = tile_keys[int(t)];
+    if constexpr (has_values) values_out[first + t] = tile_values[int(t)];
   }
 }
 
