@@ -1,10 +1,10 @@
 // ppat::distributed on one and two GPUs, one rank each: each call against the host
 // reference on the concatenation of the shards, with shards of uneven sizes, an empty one,
-// every item on one rank; selections kept and rebalanced; sorts of tied, equal, already sorted and
-// reversed keys, apart and in place; bad arguments on one rank only; NCCL failures; both launch
-// styles (a host thread a rank under ncclCommInitAll, and a process a rank under ncclCommInitRank,
-// this binary starting itself once a rank); and 2^34 keys a GPU sorted in place, checked on the
-// device.
+// every item on one rank; selections kept and rebalanced, also into outputs sized to what
+// each rank receives; sorts of tied, equal, already sorted and reversed keys, apart and in
+// place; bad arguments on one rank only; NCCL failures; both launch styles (a host thread a
+// rank under ncclCommInitAll, and a process a rank under ncclCommInitRank, this binary
+// starting itself once a rank); and 2^34 keys a GPU sorted in place, checked on the device.
 #include <ppat/distributed.cuh>
 
 #include <spawn.h>
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <numeric>
@@ -424,6 +425,122 @@ void select_balanced_on(int ranks, std::size_t total, layout shards = layout::un
   });
 }
 
+// Bytes from `offset` rounded up to a 16-byte boundary.
+std::size_t aligned_16(std::size_t offset) {
+  return (offset + 15) / 16 * 16;
+}
+
+// Both selections with `out` sized to what the rank receives and sitting directly below its
+// input in one allocation, the two counts between them: a check that took `out` for n items
+// (or for balanced_share's) would find it overlapping the counts and the input.
+void result_sized_selections_on(int ranks, std::size_t total) {
+  ranks_on_gpus group(ranks);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  const auto all = ppat_test::random_integers<int>(total, -1000000, 1000000);
+  const auto first = offsets_of(shard_sizes(ranks, total, layout::uneven));
+  std::vector<int> selected;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(selected), odd{});
+  group.run([&](int rank, ncclComm_t comm, cudaStream_t stream) {
+    const std::vector<int> shard(all.begin() + first[rank], all.begin() + first[rank + 1]);
+    const std::size_t n = shard.size();
+    std::size_t kept_before = 0;
+    for (int r = 0; r < rank; ++r)
+      kept_before +=
+          std::size_t(std::count_if(all.begin() + first[r], all.begin() + first[r + 1], odd{}));
+    for (bool balanced : {false, true}) {
+      SCOPED_TRACE(std::string(balanced ? "select_if_balanced" : "select_if") + ", rank " +
+                   std::to_string(rank));
+      std::vector<int> want;
+      std::size_t before = kept_before;
+      if (balanced) {
+        const std::size_t ranks_count = std::size_t(ranks), r = std::size_t(rank);
+        const std::size_t share = selected.size() / ranks_count;
+        const std::size_t extra = selected.size() % ranks_count;
+        before = r * share + std::min(r, extra);
+        want.assign(selected.begin() + std::ptrdiff_t(before),
+                    selected.begin() + std::ptrdiff_t(before + share + (r < extra ? 1 : 0)));
+      } else {
+        std::copy_if(shard.begin(), shard.end(), std::back_inserter(want), odd{});
+      }
+      const std::size_t counts_at = aligned_16(std::max<std::size_t>(want.size(), 1) * sizeof(int));
+      const std::size_t in_at = counts_at + 2 * sizeof(std::size_t);
+      ppat_test::device_buffer<unsigned char> memory(in_at + n * sizeof(int), 16);
+      memory.poison();
+      PPAT_CUDA_OK(
+          cudaMemcpy(memory.data() + in_at, shard.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+      auto* const out = reinterpret_cast<int*>(memory.data());
+      auto* const counts = reinterpret_cast<std::size_t*>(memory.data() + counts_at);
+      const auto* const in = reinterpret_cast<const int*>(memory.data() + in_at);
+      if (balanced) {
+        ppat::distributed::select_if_balanced(comm, in, out, counts, counts + 1, n, odd{}, stream);
+      } else {
+        ppat::distributed::select_if(comm, in, out, counts, counts + 1, n, odd{}, stream);
+      }
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const auto bytes = memory.download();
+      std::vector<int> got(want.size());
+      std::memcpy(got.data(), bytes.data(), got.size() * sizeof(int));
+      std::size_t got_counts[2];
+      std::memcpy(got_counts, bytes.data() + counts_at, sizeof(got_counts));
+      EXPECT_EQ(got_counts[0], want.size());
+      EXPECT_EQ(got_counts[1], before);
+      EXPECT_EQ(ppat_test::first_mismatch(got, want), -1);
+      EXPECT_TRUE(std::all_of(bytes.begin() + std::ptrdiff_t(want.size() * sizeof(int)),
+                              bytes.begin() + std::ptrdiff_t(counts_at),
+                              [](unsigned char b) { return b == ppat_test::poison_byte; }))
+          << "written past the last item received";
+      EXPECT_EQ(std::memcmp(bytes.data() + in_at, shard.data(), n * sizeof(int)), 0)
+          << "the input changed";
+      EXPECT_TRUE(memory.guards_intact());
+    }
+  });
+}
+
+// A sort whose keys_out and values_out hold exactly n_out items each, side by side in one
+// allocation, on a rank where n_out < n: only an in-place sort's buffers hold max(n, n_out).
+void sort_outputs_side_by_side_on_two_ranks() {
+  ranks_on_gpus group(2);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  const std::size_t sizes[] = {30011, 10007};
+  const std::size_t total = sizes[0] + sizes[1];
+  const auto keys = ppat_test::random_integers<std::uint32_t>(total, 0, 999);
+  std::vector<std::size_t> order_of(total);
+  std::iota(order_of.begin(), order_of.end(), std::size_t{0});
+  std::stable_sort(order_of.begin(), order_of.end(),
+                   [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  group.run([&](int rank, ncclComm_t comm, cudaStream_t stream) {
+    const std::size_t n = sizes[rank], first = rank == 0 ? 0 : sizes[0];
+    const std::size_t n_out = ppat::distributed::balanced_share(comm, n, stream);
+    const std::size_t out_first = rank == 0 ? 0 : total - n_out;
+    const std::vector<std::uint32_t> shard_keys(keys.begin() + std::ptrdiff_t(first),
+                                                keys.begin() + std::ptrdiff_t(first + n));
+    std::vector<std::uint64_t> shard_values(n);
+    std::iota(shard_values.begin(), shard_values.end(), std::uint64_t(first));
+    ppat_test::device_buffer<std::uint32_t> keys_in(shard_keys);
+    ppat_test::device_buffer<std::uint64_t> values_in(shard_values);
+    const std::size_t values_at = aligned_16(n_out * sizeof(std::uint32_t));
+    ppat_test::device_buffer<unsigned char> outputs(values_at + n_out * sizeof(std::uint64_t), 16);
+    outputs.poison();
+    auto* const keys_out = reinterpret_cast<std::uint32_t*>(outputs.data());
+    auto* const values_out = reinterpret_cast<std::uint64_t*>(outputs.data() + values_at);
+    ppat::distributed::sort_pairs(comm, keys_in.data(), keys_out, values_in.data(), values_out, n,
+                                  n_out, ppat::order::ascending, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto bytes = outputs.download();
+    std::vector<std::uint32_t> got_keys(n_out), want_keys(n_out);
+    std::vector<std::uint64_t> got_values(n_out), want_values(n_out);
+    std::memcpy(got_keys.data(), bytes.data(), n_out * sizeof(std::uint32_t));
+    std::memcpy(got_values.data(), bytes.data() + values_at, n_out * sizeof(std::uint64_t));
+    for (std::size_t i = 0; i < n_out; ++i) {
+      want_values[i] = order_of[out_first + i];
+      want_keys[i] = keys[want_values[i]];
+    }
+    EXPECT_EQ(ppat_test::first_mismatch(got_keys, want_keys), -1) << "rank " << rank;
+    EXPECT_EQ(ppat_test::first_mismatch(got_values, want_values), -1) << "rank " << rank;
+    EXPECT_TRUE(outputs.guards_intact()) << "rank " << rank;
+  });
+}
+
 TEST(distributed, one_rank_is_the_single_gpu_call) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
@@ -439,6 +556,7 @@ TEST(distributed, one_rank_is_the_single_gpu_call) {
   select_on(1, 1000003);
   select_balanced_on(1, 1000003);
   select_balanced_on(1, 0);
+  result_sized_selections_on(1, 1000003);
 }
 
 TEST(distributed, two_ranks_with_uneven_and_empty_shards) {
@@ -459,6 +577,8 @@ TEST(distributed, two_ranks_with_uneven_and_empty_shards) {
   select_on(2, 5);
   select_balanced_on(2, 1000003);
   select_balanced_on(2, 5);
+  result_sized_selections_on(2, 1000003);
+  sort_outputs_side_by_side_on_two_ranks();
 }
 
 TEST(distributed, two_ranks_with_every_item_on_one_rank) {
@@ -583,6 +703,26 @@ TEST(distributed, bin_counts_that_differ_between_ranks_throw_on_every_rank) {
                                                    20, stream),
                  std::invalid_argument)
         << "rank " << rank;
+  });
+}
+
+// The certain overlaps of a balanced selection, whose own selection runs on temporaries:
+// a count inside the input, the global position on the output's first item.
+TEST(distributed, a_balanced_selections_counts_must_lie_apart) {
+  PPAT_REQUIRE_GPU();
+  ranks_on_gpus group(1);
+  ASSERT_TRUE(group.ready()) << "ncclCommInitAll: " << group.why();
+  group.run([&](int, ncclComm_t comm, cudaStream_t stream) {
+    ppat_test::device_buffer<int> in(ppat_test::random_integers<int>(100, -1000, 1000)), out(100);
+    ppat_test::device_buffer<std::size_t> counts(2);
+    auto* const count_in_input = reinterpret_cast<std::size_t*>(in.data() + 10);
+    auto* const on_first_output = reinterpret_cast<std::size_t*>(out.data());
+    EXPECT_THROW(ppat::distributed::select_if_balanced(comm, in.data(), out.data(), count_in_input,
+                                                       counts.data(), 100, odd{}, stream),
+                 std::invalid_argument);
+    EXPECT_THROW(ppat::distributed::select_if_balanced(comm, in.data(), out.data(), counts.data(),
+                                                       on_first_output, 100, odd{}, stream),
+                 std::invalid_argument);
   });
 }
 

@@ -716,9 +716,9 @@ TEST(select_arguments, bad_arguments_are_rejected) {
       std::invalid_argument);
   EXPECT_THROW(ppat::select_flagged(buffer, buffer + 32, buffer + 34, &count, 4),
                std::invalid_argument);
-  EXPECT_THROW(ppat::unique(buffer, buffer + 32, reinterpret_cast<std::size_t*>(buffer + 34), 4),
+  EXPECT_THROW(ppat::unique(buffer, buffer + 32, reinterpret_cast<std::size_t*>(buffer + 32), 4),
                std::invalid_argument);
-  EXPECT_THROW(ppat::unique_by_key(buffer, buffer + 8, buffer + 16, buffer + 18, &count, 4),
+  EXPECT_THROW(ppat::unique_by_key(buffer, buffer + 8, buffer + 16, buffer + 16, &count, 4),
                std::invalid_argument);
   EXPECT_THROW(ppat::unique_by_key(buffer, none, buffer + 16, buffer + 24, &count, 4),
                std::invalid_argument);
@@ -726,7 +726,7 @@ TEST(select_arguments, bad_arguments_are_rejected) {
                std::invalid_argument);
   EXPECT_THROW(ppat::reduce_by_key(buffer, none, buffer + 16, buffer + 24, &count, 4),
                std::invalid_argument);
-  EXPECT_THROW(ppat::run_length_encode(buffer, buffer + 16, buffer + 18, &count, 4),
+  EXPECT_THROW(ppat::run_length_encode(buffer, buffer + 16, buffer + 16, &count, 4),
                std::invalid_argument);
   EXPECT_THROW(
       ppat::textbook::scan_then_scatter_select_if(buffer, buffer + 1, &count, 4, odd_key{}),
@@ -735,7 +735,7 @@ TEST(select_arguments, bad_arguments_are_rejected) {
                std::invalid_argument);
   try {
     ppat::reduce_by_key(buffer, buffer + 8, buffer + 16, buffer + 24,
-                        reinterpret_cast<std::size_t*>(buffer + 26), 4);
+                        reinterpret_cast<std::size_t*>(buffer + 24), 4);
     ADD_FAILURE() << "no exception";
   } catch (const std::invalid_argument& e) {
     const std::string message = e.what();

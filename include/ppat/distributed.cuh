@@ -463,21 +463,26 @@ inline std::size_t balanced_share_of(ncclComm_t comm, std::size_t n, const ranks
   return share_of(total, group.count, group.mine);
 }
 
-// A selection's checks: `out` holds out_size items; the counts are device words.
+// A selection's checks: `out` receives at most out_bound items, as many as the data decides,
+// so only its first is certain (require_result_output); the counts are device words.
 template <class T>
-void require_selection_arguments(const T* in, T* out, std::size_t out_size,
+void require_selection_arguments(const T* in, T* out, std::size_t out_bound,
                                  std::size_t* num_selected, std::size_t* selected_before,
                                  std::size_t n, const call_context& call) {
   const char* const function = call.function();
   require_buffer(in, n, function, "in");
-  require_buffer(out, out_size, function, "out");
   require_buffer(num_selected, 1, function, "num_selected");
   require(n < select_max_items, function, "n", "must be below 2^48");
-  require_disjoint(in, n, out, out_size, function, "in", "out");
+  const std::size_t out_extent = require_result_output(out, out_bound, function, "out");
+  require_disjoint(in, n, out, out_extent, function, "in", "out");
+  require_disjoint(in, n, num_selected, 1, function, "in", "num_selected");
+  require_disjoint(out, out_extent, num_selected, 1, function, "out", "num_selected");
   require_device_readable(in, n, call, "in");
-  require_device_readable(out, out_size, call, "out");
+  require_device_readable(out, out_bound, call, "out");
   require_device_readable(num_selected, 1, call, "num_selected");
   if (selected_before != nullptr) {
+    require_disjoint(in, n, selected_before, 1, function, "in", "selected_before");
+    require_disjoint(out, out_extent, selected_before, 1, function, "out", "selected_before");
     require_disjoint(num_selected, 1, selected_before, 1, function, "num_selected",
                      "selected_before");
     require_device_readable(selected_before, 1, call, "selected_before");

@@ -88,12 +88,15 @@ template <class T, class Flag>
 void select_flagged(const T* in, const Flag* flags, T* out, std::size_t* num_selected,
                     std::size_t n, cudaStream_t stream = 0) {
   static_assert(std::is_integral_v<Flag>, "ppat::select_flagged: flags are integers or bool");
-  detail::require_buffer(flags, n, "ppat::select_flagged", "flags");
-  detail::require_disjoint(flags, n, out, n, "ppat::select_flagged", "flags", "out");
+  constexpr const char* function = "ppat::select_flagged";
+  detail::require_buffer(flags, n, function, "flags");
+  detail::require_disjoint(flags, n, out, detail::require_result_output(out, n, function, "out"),
+                           function, "flags", "out");
+  detail::require_disjoint(flags, n, num_selected, 1, function, "flags", "num_selected");
   detail::select<false>(
       detail::plain_selection<T, detail::flag_rule<Flag>>{
           in, out, nullptr, nullptr, nullptr, num_selected, n, {flags}},
-      "ppat::select_flagged", stream);
+      function, stream);
 }
 
 template <class T, class Pred>
@@ -338,26 +341,42 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   const char* const out_name = has_values ? "keys_out" : has_counts ? "unique_out" : "out";
   const char* const count_name = has_counts ? "num_runs" : "num_selected";
   require_buffer(io.in, n, function, in_name);
-  require_buffer(io.out, n, function, out_name);
   require_buffer(io.num_selected, 1, function, count_name);
   require(n < select_max_items, function, "n", "must be below 2^48");
-  require_disjoint(io.in, n, io.out, n, function, in_name, out_name);
+  // partition's output holds all n items; the others' hold what the data keeps, and only
+  // their first item is certain (require_result_output).
+  const auto output_extent = [&](const auto* out, const char* name) {
+    if constexpr (Partition) {
+      require_buffer(out, n, function, name);
+      return n;
+    } else {
+      return require_result_output(out, n, function, name);
+    }
+  };
+  const std::size_t out_extent = output_extent(io.out, out_name);
+  require_disjoint(io.in, n, io.out, out_extent, function, in_name, out_name);
   require_disjoint(io.in, n, io.num_selected, 1, function, in_name, count_name);
-  require_disjoint(io.out, n, io.num_selected, 1, function, out_name, count_name);
+  require_disjoint(io.out, out_extent, io.num_selected, 1, function, out_name, count_name);
   if constexpr (has_values) {
     require_buffer(io.values_in, n, function, "values_in");
-    require_buffer(io.values_out, n, function, "values_out");
-    require_disjoint(io.values_in, n, io.values_out, n, function, "values_in", "values_out");
-    require_disjoint(io.in, n, io.values_out, n, function, "keys_in", "values_out");
-    require_disjoint(io.values_in, n, io.out, n, function, "values_in", "keys_out");
-    require_disjoint(io.out, n, io.values_out, n, function, "keys_out", "values_out");
-    require_disjoint(io.values_out, n, io.num_selected, 1, function, "values_out", "num_selected");
+    const std::size_t values_extent = output_extent(io.values_out, "values_out");
+    require_disjoint(io.values_in, n, io.values_out, values_extent, function, "values_in",
+                     "values_out");
+    require_disjoint(io.in, n, io.values_out, values_extent, function, "keys_in", "values_out");
+    require_disjoint(io.values_in, n, io.out, out_extent, function, "values_in", "keys_out");
+    require_disjoint(io.out, out_extent, io.values_out, values_extent, function, "keys_out",
+                     "values_out");
+    require_disjoint(io.values_in, n, io.num_selected, 1, function, "values_in", "num_selected");
+    require_disjoint(io.values_out, values_extent, io.num_selected, 1, function, "values_out",
+                     "num_selected");
   }
   if constexpr (has_counts) {
-    require_buffer(io.counts_out, n, function, "counts_out");
-    require_disjoint(io.in, n, io.counts_out, n, function, "in", "counts_out");
-    require_disjoint(io.out, n, io.counts_out, n, function, "unique_out", "counts_out");
-    require_disjoint(io.counts_out, n, io.num_selected, 1, function, "counts_out", "num_runs");
+    const std::size_t counts_extent = output_extent(io.counts_out, "counts_out");
+    require_disjoint(io.in, n, io.counts_out, counts_extent, function, "in", "counts_out");
+    require_disjoint(io.out, out_extent, io.counts_out, counts_extent, function, "unique_out",
+                     "counts_out");
+    require_disjoint(io.counts_out, counts_extent, io.num_selected, 1, function, "counts_out",
+                     "num_runs");
   }
   const call_context call(stream, function);
   require_device_readable(io.num_selected, 1, call, count_name);
@@ -722,22 +741,27 @@ void reduce_by_key(const K* keys, const V* values, K* unique_out, V* aggregates_
                    const char* function) {
   require_buffer(keys, n, function, "keys_in");
   require_buffer(values, n, function, "values_in");
-  require_buffer(unique_out, n, function, "unique_out");
-  require_buffer(aggregates_out, n, function, "aggregates_out");
   require_buffer(num_segments, 1, function, "num_segments");
+  // Both outputs hold one item a segment, as many as the data makes: only the first is
+  // certain (require_result_output).
+  const std::size_t unique_extent = require_result_output(unique_out, n, function, "unique_out");
+  const std::size_t aggregates_extent =
+      require_result_output(aggregates_out, n, function, "aggregates_out");
   const auto require_apart = [&](const auto* a, std::size_t a_count, const char* a_name,
                                  const auto* b, std::size_t b_count, const char* b_name) {
     require_disjoint(a, a_count, b, b_count, function, a_name, b_name);
   };
-  require_apart(keys, n, "keys_in", unique_out, n, "unique_out");
-  require_apart(keys, n, "keys_in", aggregates_out, n, "aggregates_out");
-  require_apart(values, n, "values_in", unique_out, n, "unique_out");
-  require_apart(values, n, "values_in", aggregates_out, n, "aggregates_out");
-  require_apart(unique_out, n, "unique_out", aggregates_out, n, "aggregates_out");
+  require_apart(keys, n, "keys_in", unique_out, unique_extent, "unique_out");
+  require_apart(keys, n, "keys_in", aggregates_out, aggregates_extent, "aggregates_out");
+  require_apart(values, n, "values_in", unique_out, unique_extent, "unique_out");
+  require_apart(values, n, "values_in", aggregates_out, aggregates_extent, "aggregates_out");
+  require_apart(unique_out, unique_extent, "unique_out", aggregates_out, aggregates_extent,
+                "aggregates_out");
   require_apart(keys, n, "keys_in", num_segments, 1, "num_segments");
   require_apart(values, n, "values_in", num_segments, 1, "num_segments");
-  require_apart(unique_out, n, "unique_out", num_segments, 1, "num_segments");
-  require_apart(aggregates_out, n, "aggregates_out", num_segments, 1, "num_segments");
+  require_apart(unique_out, unique_extent, "unique_out", num_segments, 1, "num_segments");
+  require_apart(aggregates_out, aggregates_extent, "aggregates_out", num_segments, 1,
+                "num_segments");
   const call_context call(stream, function);
   require_device_readable(num_segments, 1, call, "num_segments");
   if (n == 0) {

@@ -84,6 +84,22 @@ void require_disjoint(const A* a, std::size_t a_count, const B* b, std::size_t b
   }
 }
 
+// An output of as many elements as the data decides (the items kept, the runs, the
+// segments), at most `bound`: a pointer wherever the call may write. The caller may size it
+// to the result (docs/api.md), so only its first element is sure to be its own: the extent
+// returned, which the overlap checks take for it. An overlap further on is the caller's
+// sizing, unknowable before the data is read.
+template <class T>
+std::size_t require_result_output(const T* pointer, std::size_t bound, const char* function,
+                                  const char* argument) {
+  if (bound == 0) return 0;
+  if (pointer == nullptr) {
+    throw_invalid_argument(function, argument,
+                           "is null but receives up to " + std::to_string(bound) + " elements");
+  }
+  return 1;
+}
+
 // rows * cols elements of `element_bytes` each, or an exception if that overflows size_t.
 inline std::size_t checked_element_count(std::size_t rows, std::size_t cols,
                                          std::size_t element_bytes, const char* function) {

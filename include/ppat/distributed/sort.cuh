@@ -107,10 +107,14 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
       require_buffer(values_out, n_out, function, "values_out");
       require((values_in == values_out) == in_place, function, "values_out",
               "must be values_in exactly when keys_out is keys_in (a sort in place moves both)");
-      if (!in_place)
+      const std::size_t out_extent = in_place ? std::max(n, n_out) : n_out;
+      if (!in_place) {
         require_disjoint(values_in, n, values_out, n_out, function, "values_in", "values_out");
-      require_disjoint(keys_out, std::max(n, n_out), values_out, std::max(n, n_out), function,
-                       "keys_out", "values_out");
+        require_disjoint(keys_in, n, values_out, n_out, function, "keys_in", "values_out");
+        require_disjoint(values_in, n, keys_out, n_out, function, "values_in", "keys_out");
+      }
+      require_disjoint(keys_out, out_extent, values_out, out_extent, function, "keys_out",
+                       "values_out");
       require_device_readable(values_in, n, call, "values_in");
       require_device_readable(values_out, n_out, call, "values_out");
     }

@@ -103,11 +103,11 @@ template <class T>
 void require_select_buffers(const T* in, T* out, std::size_t* num_selected, std::size_t n,
                             const char* function) {
   ppat::detail::require_buffer(in, n, function, "in");
-  ppat::detail::require_buffer(out, n, function, "out");
   ppat::detail::require_buffer(num_selected, 1, function, "num_selected");
-  ppat::detail::require_disjoint(in, n, out, n, function, "in", "out");
+  const std::size_t out_extent = ppat::detail::require_result_output(out, n, function, "out");
+  ppat::detail::require_disjoint(in, n, out, out_extent, function, "in", "out");
   ppat::detail::require_disjoint(in, n, num_selected, 1, function, "in", "num_selected");
-  ppat::detail::require_disjoint(out, n, num_selected, 1, function, "out", "num_selected");
+  ppat::detail::require_disjoint(out, out_extent, num_selected, 1, function, "out", "num_selected");
 }
 
 template <class T, class Pred>
