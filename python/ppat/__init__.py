@@ -241,6 +241,7 @@ def select(x: Array, mask: Array, *, out: Optional[Array] = None, trim: bool = T
         raise ValueError(f"{function}: mask has shape {m.shape}, x has {a.shape}")
     _require_dtype(m, ("bool", "uint8", "int32", "int64"), function, "mask")
     result = _output(out, a, (a.size,), a.dtype, function, "out")
+    _require_apart(m, result, function, "out")
     count = _empty(a, (), "int64")
     s = _stream(stream, a)
     _ppat.select_flagged(a.ptr, m.ptr, result.ptr, count.ptr, a.size, a.itemsize, m.dtype,
@@ -602,9 +603,20 @@ def _output(out, like: _Array, shape, dtype, function, name, may_be_input=False)
     if o.dtype != dtype or o.shape != tuple(shape):
         raise ValueError(f"{function}: {name} is {o.dtype} of shape {o.shape}; the call "
                          f"writes {dtype} of shape {tuple(shape)}")
-    if o.ptr == like.ptr and o.size > 0 and not may_be_input:
-        raise ValueError(f"{function}: {name} is the input; this call is not in place")
+    if not may_be_input:
+        if o.ptr == like.ptr and o.size > 0:
+            raise ValueError(f"{function}: {name} is the input; this call is not in place")
+        _require_apart(like, o, function, name)
     return o
+
+
+def _require_apart(a: _Array, b: _Array, function, name):
+    """``b`` shares no byte with ``a``. An ``out`` array's whole extent counts: the C++
+    call knows only where a result-sized output starts, the wrapper knows its length."""
+    a_end = a.ptr + a.size * a.itemsize
+    b_end = b.ptr + b.size * b.itemsize
+    if a.size > 0 and b.size > 0 and a.ptr < b_end and b.ptr < a_end:
+        raise ValueError(f"{function}: {name} overlaps an input (the buffers must be disjoint)")
 
 
 def _stream(stream, like: _Array) -> int:

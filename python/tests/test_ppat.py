@@ -360,6 +360,30 @@ def test_select_if_and_partition(fw, dtype, compare, n):
 
 
 @pytest.mark.parametrize("fw", frameworks)
+def test_out_beside_the_input_in_one_allocation(fw):
+    # An ``out`` array holds its n elements: views of one allocation that do not overlap the
+    # input are fine wherever they lie; one that does is rejected before any launch.
+    x = random_numbers(3000, "int32")
+    x[1000:2000] = runs_of(1000, 5).astype("int32")
+    whole = device(x, fw)
+    kept = ppat.select_if(whole[1000:2000], ">", 0, out=whole[:1000])
+    part = x[1000:2000]
+    np.testing.assert_array_equal(host(kept), part[part > 0])
+    heads = np.r_[True, part[1:] != part[:-1]]
+    np.testing.assert_array_equal(host(ppat.unique(whole[1000:2000], out=whole[2000:])),
+                                  part[heads])
+    mask = device(part % 3 == 0, fw)
+    np.testing.assert_array_equal(host(ppat.select(whole[1000:2000], mask, out=whole[:1000])),
+                                  part[part % 3 == 0])
+    for out in (whole[500:1500], whole[1999:2999], whole[1000:2000]):
+        with pytest.raises(ValueError, match="overlaps|not in place"):
+            ppat.select_if(whole[1000:2000], ">", 0, out=out)
+        with pytest.raises(ValueError, match="overlaps|not in place"):
+            ppat.unique(whole[1000:2000], out=out)
+    np.testing.assert_array_equal(host(whole[1000:2000]), part)
+
+
+@pytest.mark.parametrize("fw", frameworks)
 @pytest.mark.parametrize("dtype", NUMBERS)
 @pytest.mark.parametrize("n", [0, 1, 1000, (1 << 20) + 3])
 def test_unique_and_run_length_encode(fw, dtype, n):
