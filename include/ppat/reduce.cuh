@@ -22,6 +22,7 @@
 
 #include "core/arguments.cuh"
 #include "core/atomic.cuh"
+#include "core/block.cuh"
 #include "core/device.cuh"
 #include "core/error.cuh"
 #include "core/launch.cuh"
@@ -59,8 +60,8 @@ struct reduce_tile_shape : Tuning {
   static constexpr int tile_items = Tuning::warps * warp_items;
 };
 
-// The H200's policies: 4 blocks an SM, each keeping 128 KB of items in flight. Items of up
-// to 8 bytes take blocks of 512 threads with 64 bytes each: against 256 threads with 128
+// The H200's policies: 4 blocks an SM, each keeping 32 KB of items in flight (128 KB an SM). Items
+// of up to 8 bytes take blocks of 512 threads with 64 bytes each: against 256 threads with 128
 // bytes, twice the warps hide the combining, 1.02-1.07x as fast from 2^22 to 2^26 i32 items
 // (the same at 2^20). Larger items keep 256 threads with 128 bytes, whose registers fit them.
 template <class T>
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
                         Op op) {
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
-  __shared__ uninitialized_array<partial<T>, Shape::warps> warp_results;
+  __shared__ block_reduce_storage<Shape::warps, T> warp_results;
   __shared__ bool is_last;
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
@@ -235,19 +236,14 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     }
   }
 
-  const partial<T> warp_result = Commutative ? warp_reduce(folded, op) : folded;
-  if (lane == 0) warp_results[warp] = warp_result;
-  __syncthreads();
-  if (warp == 0) {
-    const partial<T> block_result =
-        warp_reduce(lane < Shape::warps ? warp_results[lane] : partial<T>{T{}, false}, op);
-    if (lane == 0) {
-      if (gridDim.x == 1) {
-        result.write(then(result.start(), block_result, op));
-      } else {
-        results.values()[blockIdx.x] = block_result.value;
-        is_last = last_to_finish(results.tickets(), gridDim.x);
-      }
+  const partial<T> block_result =
+      block_reduce_warps(Commutative ? warp_reduce(folded, op) : folded, op, warp_results);
+  if (threadIdx.x == 0) {
+    if (gridDim.x == 1) {
+      result.write(then(result.start(), block_result, op));
+    } else {
+      results.values()[blockIdx.x] = block_result.value;
+      is_last = last_to_finish(results.tickets(), gridDim.x);
     }
   }
   if (gridDim.x == 1) return;
@@ -278,13 +274,8 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     }
     const partial<T> row = warp_reduce(thread_result, op);
     __syncthreads();  // the previous chunk's rows have been read
-    if (lane == 0) warp_results[warp] = row;
-    __syncthreads();
-    if (warp == 0) {
-      total = then(
-          total, warp_reduce(lane < Shape::warps ? warp_results[lane] : partial<T>{T{}, false}, op),
-          op);
-    }
+    const partial<T> rows = block_reduce_warps(row, op, warp_results);
+    if (warp == 0) total = then(total, rows, op);
   }
   if (threadIdx.x == 0) result.write(total);
 }

@@ -5,8 +5,8 @@
 // at a 32-bit shared-window address, which a kernel computes once per thread and offsets,
 // where a generic pointer would be converted again at every addition.
 //
-// Also what blocks use to hand each other values: device-scope atomic references, and
-// reads that bypass L1.
+// Also what blocks use to hand each other values: device-scope atomic references, reads
+// that bypass L1, and the ticket that tells a kernel's last block to finish it is the last.
 #pragma once
 
 #include <cuda/atomic>
@@ -73,6 +73,17 @@ __device__ T load_published(const T* from) {
     std::memcpy(&value, bytes, sizeof(T));
   }
   return value;
+}
+
+// Called by one thread of each block of a kernel of `blocks` blocks, once the block is done
+// with what the others read: whether it was the last to finish. The last one puts the
+// counter back to 0 for the next call. The release orders the block's reads and writes
+// before its ticket, and the last block's acquire sees them all done.
+__device__ inline bool last_to_finish(unsigned* counter, unsigned blocks) {
+  device_atomic<unsigned> tickets(*counter);
+  if (tickets.fetch_add(1, cuda::memory_order_acq_rel) != blocks - 1) return false;
+  tickets.store(0, cuda::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace ppat::detail

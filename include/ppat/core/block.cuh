@@ -1,27 +1,113 @@
-// Block-level building blocks for kernels that move each item of a tile to a place the tile
-// computes: ranking the items a tile selects, and writing a run of items staged in shared
-// memory as whole 16-byte vectors, wherever the run starts.
+// The block level: what a block's threads compute together, one value a warp or a thread
+// in, the block's answer out. Every kernel that combines across its warps composes these
+// (scans, reductions, selections, sorts) instead of writing the two barriers and the warp-0
+// step by hand.
 //
-// Tiles are laid out as in the scans: warp w owns `rows` x 32 x `vec` consecutive items, row
-// r of lane l being the `vec` items at r * 32 * vec + l * vec, so that every load is one
-// coalesced access per warp. A lane says which of its vector's items it selects as `vec`
-// bits a row; an item's rank is the number of selected items before it in the tile.
+// Each takes its shared memory as an explicit storage type, which a kernel places in its
+// own storage (a struct, or a union where steps take turns), so that the kernel's shared
+// memory is stated in one place. All threads of the block call each of them, since they
+// hold barriers; a storage may be used again once the call has returned.
+//
+//   block_exclusive_sum   a sum of one value a thread, over the block's first Warps warps
+//   block_warp_prefix     each warp's prefix: the block's prefix, which a callback on warp 0
+//                         supplies from the block's total (a look-back, a publication),
+//                         then the warps before it; any associative operator, in order
+//   block_reduce_warps    the block's reduction of its warps' results, in warp order
+//   rank_in_warp          where each selected item of a warp's rows falls (a count of flags)
+//
+// The block radix rank, which the sort's tiles compose, is in sort/tile.cuh.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
-#include "vector_io.cuh"
+#include "operators.cuh"
+#include "partial.cuh"
+#include "shared_storage.cuh"
 #include "warp.cuh"
 
 namespace ppat::detail {
 
-// What a kernel that moves values with its items takes for V where there are none, and the
-// type it holds in their place.
-struct no_values {};
-template <class V>
-using value_or_char = std::conditional_t<std::is_same_v<V, no_values>, char, V>;
+// ---- Sums and scans ------------------------------------------------------------------------
+
+template <int Warps, class T>
+struct block_sum_storage {
+  T warp_totals[Warps];
+};
+
+// The sum of `value` over the threads before this one. The block's first Warps warps take
+// part; the threads of warps after them (there may be some: a sort's 512-thread tile sums
+// 256 digits) call it too and get no meaningful result.
+template <int Warps, class T>
+__device__ T block_exclusive_sum(T value, block_sum_storage<Warps, T>& storage) {
+  const int warp = int(threadIdx.x / 32);
+  const T through = warp_inclusive_scan(value, plus{});
+  if (warp < Warps && lane_id() == 31) storage.warp_totals[warp] = through;
+  __syncthreads();
+  T before = through - value;
+  for (int w = 0; w < warp && w < Warps; ++w)
+    before += storage.warp_totals[w];
+  __syncthreads();
+  return before;
+}
+
+template <int Warps, class T>
+struct block_scan_storage {
+  uninitialized_array<partial<T>, Warps> warp_prefixes;
+};
+
+// Every lane of warp w passes the warp's total (the same value on every lane) and gets what
+// comes before the warp: block_prefix(block_total), then warps 0 .. w-1, combined left to
+// right. Warp 0 calls block_prefix, all its lanes together, with the total of every warp;
+// it returns what comes before the block (a tile's look-back; nothing, as partial{.., false},
+// where the block stands alone), and may publish the total on the way.
+template <int Warps, class T, class Op, class BlockPrefix>
+__device__ partial<T> block_warp_prefix(const T& warp_total, Op op,
+                                        block_scan_storage<Warps, T>& storage,
+                                        BlockPrefix block_prefix) {
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  if (lane == 0) storage.warp_prefixes[warp] = partial<T>{warp_total, true};
+  __syncthreads();
+  if (warp == 0) {
+    const T warp_value = lane < Warps ? storage.warp_prefixes[lane].value : warp_total;
+    const T through_warp = warp_inclusive_scan(warp_value, op);
+    const T block_total = shuffle_from(through_warp, Warps - 1);
+    const partial<T> before_warp{shuffle_up(through_warp, 1), lane > 0};
+    const partial<T> before_block = block_prefix(block_total);
+    if (lane < Warps) storage.warp_prefixes[lane] = then(before_block, before_warp, op);
+  }
+  __syncthreads();
+  return storage.warp_prefixes[warp];
+}
+
+// ---- Reductions ----------------------------------------------------------------------------
+
+template <int Warps, class T>
+struct block_reduce_storage {
+  uninitialized_array<partial<T>, Warps> warp_results;
+};
+
+// Every lane of warp w passes the warp's result (the same on every lane); warp 0's lanes get
+// the block's, warp 0's result first. The other warps get nothing (partial{.., false}). A
+// caller that uses the storage again must pass a barrier first: warp 0 may still read it.
+template <int Warps, class T, class Op>
+__device__ partial<T> block_reduce_warps(const partial<T>& warp_result, Op op,
+                                         block_reduce_storage<Warps, T>& storage) {
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  if (lane == 0) storage.warp_results[warp] = warp_result;
+  __syncthreads();
+  if (warp != 0) return {T{}, false};
+  return warp_reduce(lane < Warps ? storage.warp_results[lane] : partial<T>{T{}, false}, op);
+}
+
+// ---- Counts of flags: ranking the items a warp selects ---------------------------------------
+
+// Tiles are laid out as in the scans: warp w owns `rows` x 32 x `vec` consecutive items, row
+// r of lane l being the `vec` items at r * 32 * vec + l * vec, so that every load is one
+// coalesced access per warp. A lane says which of its vector's items it selects as `vec`
+// bits a row; an item's rank is the number of selected items before it in the warp, and
+// block_warp_prefix over the warps' totals adds the warps before it.
 
 // Bits that hold every count from 0 to `most`.
 __host__ __device__ constexpr int bits_for(unsigned most) {
@@ -56,8 +142,7 @@ __device__ warp_ranks<Rows> rank_in_warp(const unsigned (&selected)[Rows]) {
   unsigned before_lane[words], row_totals[words];
 #pragma unroll
   for (int w = 0; w < words; ++w) {
-    const unsigned through_lane =
-        warp_inclusive_scan(own[w], [](unsigned a, unsigned b) { return a + b; });
+    const unsigned through_lane = warp_inclusive_scan(own[w], plus{});
     before_lane[w] = through_lane - own[w];
     row_totals[w] = __shfl_sync(full_warp, through_lane, 31);
   }
@@ -76,74 +161,6 @@ __device__ warp_ranks<Rows> rank_in_warp(const unsigned (&selected)[Rows]) {
 // Selected items among the first `j` of a vector's selection bits.
 __device__ inline unsigned selected_below(unsigned bits, int j) {
   return unsigned(__popc(bits & ((1u << j) - 1u)));
-}
-
-// 16 bytes of shared memory at `from`, any address: as four 32-bit words funnel-shifted out
-// of the five aligned words around them (the word after the 16 bytes must be readable).
-__device__ inline uint4 load_16_bytes(const void* from) {
-  const auto address = reinterpret_cast<std::uintptr_t>(from);
-  const auto* words = reinterpret_cast<const unsigned*>(address & ~std::uintptr_t(3));
-  if ((address & 15) == 0) return *reinterpret_cast<const uint4*>(words);
-  const unsigned shift = 8 * unsigned(address & 3);
-  unsigned w[5];
-#pragma unroll
-  for (int k = 0; k < 5; ++k)
-    w[k] = words[k];
-  return {__funnelshift_r(w[0], w[1], shift), __funnelshift_r(w[1], w[2], shift),
-          __funnelshift_r(w[2], w[3], shift), __funnelshift_r(w[3], w[4], shift)};
-}
-
-// The block's threads walk a run of `count` items of T at `address`: whole(first) for each
-// aligned 16 bytes the run covers (its items first .. first + vec - 1), single(k) for each
-// item at its ends, or for every item where T does not divide 16 bytes or `address` is not
-// aligned to T.
-template <int Threads, class T, class Whole, class Single>
-__device__ void walk_run(std::uintptr_t address, int count, Whole whole, Single single) {
-  constexpr int vec = items_per_vector<T>;
-  if (vec > 1 && address % sizeof(T) == 0) {
-    // Group g covers run items [g * vec - shift, (g + 1) * vec - shift).
-    const int shift = int(address % 16 / sizeof(T));
-    const int groups = (shift + count + vec - 1) / vec;
-    for (int g = int(threadIdx.x); g < groups; g += Threads) {
-      const int first = g * vec - shift;
-      if (first >= 0 && first + vec <= count) {
-        whole(first);
-      } else {
-        for (int k = max(first, 0); k < min(first + vec, count); ++k)
-          single(k);
-      }
-    }
-  } else {
-    for (int k = int(threadIdx.x); k < count; k += Threads)
-      single(k);
-  }
-}
-
-// The block writes the `count` items staged at staged[0..count) in shared memory (followed
-// by 16 readable bytes) to to[0..count) as whole 16-byte vectors where it can. The staged
-// run may start anywhere.
-template <int Threads, class T>
-__device__ void store_staged(T* to, const T* staged, int count) {
-  walk_run<Threads, T>(
-      reinterpret_cast<std::uintptr_t>(to), count,
-      [&](int first) { *reinterpret_cast<uint4*>(to + first) = load_16_bytes(staged + first); },
-      [&](int k) { to[k] = staged[k]; });
-}
-
-// The mirror of store_staged: the block reads from[0..count) into staged[0..count) in
-// shared memory, as whole 16-byte vectors where it can.
-template <int Threads, class T>
-__device__ void load_run(const T* from, T* staged, int count) {
-  walk_run<Threads, T>(
-      reinterpret_cast<std::uintptr_t>(from), count,
-      [&](int first) {
-        T items[items_per_vector<T>];
-        load_items<true>(from + first, items);
-#pragma unroll
-        for (int j = 0; j < items_per_vector<T>; ++j)
-          staged[first + j] = items[j];
-      },
-      [&](int k) { staged[k] = from[k]; });
 }
 
 }  // namespace ppat::detail

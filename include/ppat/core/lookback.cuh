@@ -276,21 +276,29 @@ constexpr bool combines_in_any_order = declares_any_order<Op>::value ||
 template <class T>
 constexpr int lookback_windows = std::clamp(int(4096 / (32 * sizeof(T))), 1, 4);
 
-// Called by one whole warp of the block that owns `tile`, once its `aggregate` is known.
-// Returns the combination of `start` (what precedes tile 0, e.g. an exclusive scan's
-// init) and every tile before `tile`, always in the same order.
+// The windows, in the shared memory of the kernel that waits (its storage holds one).
+template <class T>
+struct lookback_storage {
+  uninitialized_array<T, 32 * lookback_windows<T>> seen;
+};
+
 template <class T, class Op>
 __device__ void publish_aggregate(const lookback_state<T>& state, unsigned tile, const T& aggregate,
                                   const partial<T>& start, Op op);
 template <class T, class Op>
 __device__ partial<T> wait_for_prefix(const lookback_state<T>& state, unsigned tile,
-                                      const T& aggregate, const partial<T>& start, Op op);
+                                      const T& aggregate, const partial<T>& start, Op op,
+                                      lookback_storage<T>& storage);
 
+// Called by one whole warp of the block that owns `tile`, once its `aggregate` is known.
+// Returns the combination of `start` (what precedes tile 0, e.g. an exclusive scan's
+// init) and every tile before `tile`, always in the same order.
 template <class T, class Op>
 __device__ partial<T> lookback_prefix(const lookback_state<T>& state, unsigned tile,
-                                      const T& aggregate, const partial<T>& start, Op op) {
+                                      const T& aggregate, const partial<T>& start, Op op,
+                                      lookback_storage<T>& storage) {
   publish_aggregate(state, tile, aggregate, start, op);
-  return wait_for_prefix(state, tile, aggregate, start, op);
+  return wait_for_prefix(state, tile, aggregate, start, op, storage);
 }
 
 // The two halves of lookback_prefix, for a block with work to do between them: the later a
@@ -312,10 +320,11 @@ __device__ void publish_aggregate(const lookback_state<T>& state, unsigned tile,
 // inclusive prefix.
 template <class T, class Op>
 __device__ partial<T> wait_for_prefix(const lookback_state<T>& state, unsigned tile,
-                                      const T& aggregate, const partial<T>& start, Op op) {
+                                      const T& aggregate, const partial<T>& start, Op op,
+                                      lookback_storage<T>& storage) {
   constexpr int windows = lookback_windows<T>;
   // Window w (0 the newest) at [windows - 1 - w], so that tiles ascend with addresses.
-  __shared__ uninitialized_array<T, 32 * windows> seen;
+  auto& seen = storage.seen;
   const int lane = lane_id();
   if (tile == 0) return start;
   // The window's first tile, walking back towards tile 0, which is always inclusive.

@@ -33,7 +33,6 @@
 #include <utility>
 #include <vector>
 
-#include "atomic.cuh"
 #include "device.cuh"
 #include "error.cuh"
 
@@ -321,17 +320,6 @@ inline stream_scratch::~stream_scratch() {
   // block is handed back all the same (what was queued on it counts as its use).
   if (block_ != nullptr && pool_->give_back(*block_, stream_id_, call_.stream()) != cudaSuccess)
     (void)cudaGetLastError();
-}
-
-// Called by one thread of each block of a kernel of `blocks` blocks, once the block is done
-// with what the others read: whether it was the last to finish. The last one puts the
-// counter back to 0 for the next call. The release orders the block's reads and writes
-// before its ticket, and the last block's acquire sees them all done.
-__device__ inline bool last_to_finish(unsigned* counter, unsigned blocks) {
-  device_atomic<unsigned> tickets(*counter);
-  if (tickets.fetch_add(1, cuda::memory_order_acq_rel) != blocks - 1) return false;
-  tickets.store(0, cuda::memory_order_relaxed);
-  return true;
 }
 
 }  // namespace detail

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "../core/no_values.cuh"
 #include "../core/shared_storage.cuh"
 #include "../sort.cuh"
 #include "communicator.cuh"
@@ -86,7 +87,7 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
   static_assert(radix_key<K>::supported,
                 "ppat sorts keys that are integers (not bool), float, double, __half or "
                 "__nv_bfloat16");
-  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  constexpr bool has_values = has_values_of<V>;
   constexpr int key_bits = 8 * int(sizeof(K));
   const ranks group = ranks_of(comm, function);
   const call_context call(stream, function);
@@ -201,7 +202,7 @@ void sort(ncclComm_t comm, const K* keys_in, K* keys_out, const V* values_in, V*
 template <class K, class V>
 void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K* keys_out,
                 V* values_out, order ord, const call_context& call) {
-  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  constexpr bool has_values = has_values_of<V>;
   const std::size_t total = run_first.back();
   std::vector<std::size_t> runs;  // the non-empty runs' bounds
   runs.push_back(0);
@@ -263,7 +264,7 @@ __global__ void __launch_bounds__(merge_tuning<K, V>::threads, merge_tuning<K, V
     merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count, const K* b_keys,
                       const V* b_values, std::size_t b_count, const std::size_t* a_taken,
                       K* keys_out, V* values_out, order ord) {
-  constexpr bool has_values = !std::is_same_v<V, no_values>;
+  constexpr bool has_values = has_values_of<V>;
   constexpr int threads = merge_tuning<K, V>::threads;
   constexpr int items = merge_items<K, V>;
   constexpr int tile = merge_tile<K, V>;

@@ -26,13 +26,15 @@
 #include <type_traits>
 
 #include "../core/arguments.cuh"
+#include "../core/block.cuh"
 #include "../core/device.cuh"
 #include "../core/error.cuh"
 #include "../core/launch.cuh"
 #include "../core/memory.cuh"
+#include "../core/no_values.cuh"
 #include "../core/operators.cuh"
 #include "../core/warp.cuh"
-#include "../sort.cuh"
+#include "../sort/plan.cuh"
 #include "../sort/radix_key.cuh"
 #include "scan.cuh"
 
@@ -178,7 +180,7 @@ __global__ void split_kernel(const K* keys_in, K* keys_out, const V* values_in, 
        i += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t to = flags[i] != 0 ? zeros_before[i] : zeros + i - zeros_before[i];
     keys_out[to] = keys_in[i];
-    if constexpr (!std::is_same_v<V, no_values>) values_out[to] = values_in[i];
+    if constexpr (ppat::detail::has_values_of<V>) values_out[to] = values_in[i];
   }
 }
 
@@ -240,21 +242,6 @@ __global__ void __launch_bounds__(split_threads)
   }
 }
 
-// The sum of `value` over the block's threads before this one.
-__device__ inline unsigned block_exclusive_sum(unsigned value) {
-  __shared__ unsigned warp_totals[split_threads / 32];
-  const int warp = int(threadIdx.x / 32);
-  const unsigned through =
-      ppat::detail::warp_inclusive_scan(value, [](unsigned a, unsigned b) { return a + b; });
-  if (ppat::detail::lane_id() == 31) warp_totals[warp] = through;
-  __syncthreads();
-  unsigned before = through - value;
-  for (int w = 0; w < warp; ++w)
-    before += warp_totals[w];
-  __syncthreads();
-  return before;
-}
-
 // A key's place: where its digit's keys of this tile start, plus the keys of its digit
 // before it in the tile: in earlier threads (a block scan a digit), then earlier in its own
 // thread.
@@ -263,6 +250,7 @@ __global__ void __launch_bounds__(split_threads)
     tile_scatter_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                         std::size_t n, std::size_t tiles, radix_digit<K> digit,
                         const std::size_t* starts) {
+  __shared__ ppat::detail::block_sum_storage<split_threads / 32, unsigned> digit_sums;
   for (std::size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const std::size_t first = tile * tile_keys + threadIdx.x * split_items;
     unsigned own[split_items];
@@ -272,12 +260,12 @@ __global__ void __launch_bounds__(split_threads)
       unsigned mine = 0;
       for (int j = 0; j < split_items; ++j)
         mine += own[j] == d ? 1 : 0;
-      unsigned before = block_exclusive_sum(mine);
+      unsigned before = ppat::detail::block_exclusive_sum(mine, digit_sums);
       for (int j = 0; j < split_items; ++j) {
         if (own[j] != d) continue;
         const std::size_t to = starts[d * tiles + tile] + before++;
         keys_out[to] = keys_in[first + j];
-        if constexpr (!std::is_same_v<V, no_values>) values_out[to] = values_in[first + j];
+        if constexpr (ppat::detail::has_values_of<V>) values_out[to] = values_in[first + j];
       }
     }
   }

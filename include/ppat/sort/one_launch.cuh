@@ -1,0 +1,167 @@
+// Small inputs: every pass in one launch. Up to as many tiles as the GPU holds at once, one
+// cooperative launch does the whole sort, saving the launches and memsets between passes:
+// each block counts its tile's digits for every pass, then the blocks sort their tiles pass
+// after pass (sort/tile.cuh, the onesweep kernel's tile), with a grid-wide sync between
+// passes. Each pass is still a chain of latencies within a tile (docs/patterns.md).
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <type_traits>
+
+#include "../core/atomic.cuh"
+#include "../core/block.cuh"
+#include "../core/device.cuh"
+#include "../core/error.cuh"
+#include "../core/launch.cuh"
+#include "../core/memory.cuh"
+#include "plan.cuh"
+#include "tile.cuh"
+
+namespace ppat::detail {
+
+// Two 256-thread tiles an SM below `one_launch_large_tiles_from` items, which gives more
+// blocks (SMs) a tile; above it, keys of up to 4 bytes alone take 512-thread tiles, and
+// pairs and wider keys keep the 256-thread ones (figures in docs/patterns.md).
+template <class K, class V>
+using one_launch_small_shape = tile_shape<K, V, tuning<256, 128, 2>>;
+template <class K, class V>
+using one_launch_large_shape =
+    tile_shape<K, V,
+               std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 1>, tuning<256, 128, 2>>>;
+constexpr std::size_t one_launch_large_tiles_from = std::size_t{1} << 18;
+
+template <class K, class V>
+struct one_launch_sort_args {
+  static constexpr int most_passes = 8;  // 64-bit keys
+  const K* keys_from[most_passes];
+  K* keys_to[most_passes];
+  const V* values_from[most_passes];
+  V* values_to[most_passes];
+  std::size_t n;
+  radix_passes passes;
+  order ord;
+  int end_bit;
+  unsigned* counts;     // [pass][digit], zeroed
+  unsigned* published;  // [pass][tile][digit], zeroed
+};
+
+// The kernel's shared memory, in dynamic shared memory: the tile's, and each pass's digit
+// starts.
+template <class Shape, class K, class V>
+struct one_launch_storage {
+  tile_storage<Shape, K, V> tile;
+  unsigned long long digit_starts[radix];
+  block_sum_storage<radix / 32, unsigned long long> digit_sums;
+};
+
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+    one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
+  constexpr int most_passes = one_launch_sort_args<K, V>::most_passes;
+  auto& shared = dynamic_shared_storage<one_launch_storage<Shape, K, V>>();
+  auto& storage = shared.tile;
+  // Until the first tile is ranked, the warps' digit counters hold the tile's counts.
+  static_assert(Shape::warps >= most_passes, "every pass's counts fit the warps' counters");
+  auto& tile_counts = reinterpret_cast<unsigned(&)[most_passes][radix]>(storage.warp_digit_counts);
+  const unsigned tile = blockIdx.x;
+  const radix_passes passes = sort.passes;
+
+  // The tile's digits, every pass's, added to the totals.
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads)
+    (&tile_counts[0][0])[i] = 0;
+  __syncthreads();
+  const std::size_t first = std::size_t(tile) * Shape::tile_items;
+  const std::size_t end = min(sort.n, first + Shape::tile_items);
+  for (std::size_t i = first + threadIdx.x; i < end; i += Shape::threads) {
+    const K key = sort.keys_from[0][i];
+    for (int p = 0; p < passes.count; ++p)
+      atomicAdd(&tile_counts[p][passes.digit<K>(p, sort.ord, sort.end_bit)(key)], 1u);
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads) {
+    const unsigned count = (&tile_counts[0][0])[i];
+    if (count != 0) atomicAdd(&sort.counts[i], count);
+  }
+  cooperative_groups::this_grid().sync();
+
+  for (int p = 0; p < passes.count; ++p) {
+    const unsigned long long total =
+        threadIdx.x < radix ? load_published(&sort.counts[p * radix + threadIdx.x]) : 0;
+    const unsigned long long start = block_exclusive_sum(total, shared.digit_sums);
+    if (threadIdx.x < radix) shared.digit_starts[threadIdx.x] = start;
+    clear_tile_storage(storage);
+    __syncthreads();
+    const onesweep_pass<K, V> pass{sort.keys_from[p],
+                                   sort.keys_to[p],
+                                   sort.values_from[p],
+                                   sort.values_to[p],
+                                   sort.n,
+                                   gridDim.x,
+                                   passes.digit<K>(p, sort.ord, sort.end_bit),
+                                   nullptr,
+                                   sort.published + std::size_t(p) * gridDim.x * radix,
+                                   shared.digit_starts,
+                                   nullptr};
+    sort_tile<Shape, true>(pass, tile, storage);
+    if (p + 1 < passes.count) cooperative_groups::this_grid().sync();
+  }
+}
+
+// Blocks of the one-launch kernel that fit on the GPU at once, queried once per device.
+template <class Shape, class K, class V>
+std::size_t resident_tiles(const call_context& call) {
+  constexpr int most_devices = 64;
+  constexpr std::size_t shared_bytes = sizeof(one_launch_storage<Shape, K, V>);
+  static std::atomic<int> per_sm[most_devices] = {};
+  if (call.device() >= most_devices) return 0;
+  int blocks = per_sm[call.device()].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    allow_dynamic_shared_bytes(one_launch_sort_kernel<Shape, K, V>, shared_bytes, call);
+    call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &blocks, one_launch_sort_kernel<Shape, K, V>, Shape::threads, shared_bytes),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    per_sm[call.device()].store(blocks, std::memory_order_relaxed);
+  }
+  return std::size_t(blocks) * std::size_t(call.limits().sm_count);
+}
+
+template <class Shape, class K, class V>
+void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                     std::size_t n, radix_passes passes, order ord, int end_bit,
+                     const call_context& call) {
+  const unsigned tiles = unsigned(ceil_div(n, Shape::tile_items));
+  const std::size_t counts_bytes = std::size_t(passes.count) * radix * sizeof(unsigned);
+  const std::size_t scratch_bytes =
+      counts_bytes + std::size_t(passes.count) * tiles * radix * sizeof(unsigned);
+  temporary_buffer<unsigned char> scratch(scratch_bytes, call);
+  call.check(cudaMemsetAsync(scratch.data(), 0, scratch_bytes, call.stream()), "cudaMemsetAsync");
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  one_launch_sort_args<K, V> sort{};
+  for (int pass = 0; pass < std::min(passes.count, sort.most_passes); ++pass) {
+    sort.keys_from[pass] = buffers.keys_from(pass);
+    sort.keys_to[pass] = buffers.keys_to(pass);
+    sort.values_from[pass] = buffers.values_from(pass);
+    sort.values_to[pass] = buffers.values_to(pass);
+  }
+  sort.n = n;
+  sort.passes = passes;
+  sort.ord = ord;
+  sort.end_bit = end_bit;
+  sort.counts = reinterpret_cast<unsigned*>(scratch.data());
+  sort.published = reinterpret_cast<unsigned*>(scratch.data() + counts_bytes);
+  void* arguments[] = {&sort};
+  call.check(
+      cudaLaunchCooperativeKernel(
+          reinterpret_cast<const void*>(&one_launch_sort_kernel<Shape, K, V>), dim3(tiles),
+          dim3(Shape::threads), arguments, sizeof(one_launch_storage<Shape, K, V>), call.stream()),
+      "cudaLaunchCooperativeKernel");
+  buffers.release();
+  scratch.release();
+}
+
+}  // namespace ppat::detail

@@ -1,0 +1,217 @@
+// Large inputs: onesweep (Adinets & Merrill 2022). One kernel reads every key once and
+// counts the digits of all passes at once; its last block turns the counts into where each
+// digit's keys start in the output. Then one kernel a pass, whose tiles (sort/tile.cuh) rank
+// their keys, publish their digit counts, and learn through a look-back with a chain per
+// digit where each digit's keys go. Keys move once a pass: read once, written once.
+//
+// A published count takes 30 bits of a 32-bit word beside its 2-bit status, so a pass covers
+// at most 2^29 keys a launch: larger inputs run in portions, each portion's digit starts
+// carried to the next by its last tile.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "../core/atomic.cuh"
+#include "../core/block.cuh"
+#include "../core/device.cuh"
+#include "../core/error.cuh"
+#include "../core/launch.cuh"
+#include "../core/memory.cuh"
+#include "plan.cuh"
+#include "tile.cuh"
+
+namespace ppat::detail {
+
+// Large inputs: 512-thread tiles, two an SM (64 registers). The look-back and the digit-start
+// loads are paid per tile, so large tiles pay them for more keys: 4-byte keys 16 a thread
+// (u32 keys, 2^28: 5.92 ms against 6.43 ms with 256 threads), larger pairs 128 bytes a
+// thread (16 u32/u32 pairs, 8 of 12 or 16 bytes; u32/u32 at 2^28: 8.30 ms, where 256
+// threads three an SM took 10.04 and CUB 8.55; u64/u32 at 2^26 5.91 ms against 7.66, CUB
+// 5.18). One 512-thread tile an SM with 80 registers took 9.65 ms, 384 threads two an SM
+// 8.48.
+template <class K, class V>
+using onesweep_tuning =
+    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<512, 128, 2>>;
+template <class K, class V>
+using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>>;
+
+// Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 4
+// blocks an SM. Not measured against other shapes: the counting is bound by shared-memory
+// atomics (about an eighth of the sort under Nsight Compute; docs/patterns.md).
+template <class K>
+struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4> {
+  static constexpr int keys = digit_count_tuning::bytes_per_thread / int(sizeof(K));
+};
+
+// Keys a pass covers in one launch: a multiple of every tile size, below 2^30.
+constexpr std::size_t portion_items = std::size_t{1} << 29;
+
+// Memory one sort call needs, zeroed by one memset where marked.
+struct onesweep_scratch {
+  unsigned long long* counts;  // [pass][digit], zeroed
+  unsigned* blocks_done;       // zeroed
+  unsigned* tile_counter;      // zeroed; each pass's last tile puts it back to 0
+  unsigned long long* starts;  // [pass][2][digit]: where a portion's digits start, ping-pong
+  unsigned* published;         // [tile][digit] of a portion, zeroed before every pass
+};
+
+// ---- Digit counts --------------------------------------------------------------------------
+
+// The counting kernel's shared memory: its counters, in 4 copies (by lane) so that equal
+// digits in a warp collide at most 8 ways, and what its last block needs to turn the totals
+// into digit starts.
+template <class K>
+struct digit_count_storage {
+  static constexpr int copies = 4;
+  static constexpr int most_passes = int(sizeof(K));
+  unsigned counts[copies][most_passes][radix];
+  bool last_block;
+  block_sum_storage<radix / 32, unsigned long long> digit_sums;
+};
+
+// Every pass's digit counts, from one read of the keys. Each block counts in shared memory;
+// the last block to finish turns the totals into each digit's first output position, for
+// every pass.
+template <class Tuning, class K>
+__global__ void __launch_bounds__(Tuning::threads, Tuning::blocks_per_sm)
+    digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
+                        onesweep_scratch scratch) {
+  constexpr int threads = Tuning::threads;
+  using storage_type = digit_count_storage<K>;
+  constexpr int copies = storage_type::copies;
+  constexpr int most_passes = storage_type::most_passes;
+  constexpr int per_thread = Tuning::keys;
+  __shared__ storage_type storage;
+  for (int i = int(threadIdx.x); i < copies * most_passes * radix; i += threads)
+    (&storage.counts[0][0][0])[i] = 0;
+  __syncthreads();
+
+  radix_digit<K> digits[most_passes];
+#pragma unroll
+  for (int p = 0; p < most_passes; ++p)
+    if (p < passes.count) digits[p] = passes.digit<K>(p, ord, end_bit);
+  unsigned(&mine)[most_passes][radix] = storage.counts[threadIdx.x % copies];
+  const std::size_t chunk = std::size_t(threads) * per_thread;
+  for (std::size_t first = std::size_t(blockIdx.x) * chunk; first < n;
+       first += std::size_t(gridDim.x) * chunk) {
+    K held[per_thread];
+#pragma unroll
+    for (int j = 0; j < per_thread; ++j) {
+      const std::size_t i = first + std::size_t(j) * threads + threadIdx.x;
+      if (i < n) held[j] = keys[i];
+    }
+#pragma unroll
+    for (int j = 0; j < per_thread; ++j) {
+      if (first + std::size_t(j) * threads + threadIdx.x >= n) continue;
+#pragma unroll
+      for (int p = 0; p < most_passes; ++p)
+        if (p < passes.count) atomicAdd(&mine[p][digits[p](held[j])], 1u);
+    }
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < passes.count * radix; i += threads) {
+    unsigned total = 0;
+#pragma unroll
+    for (int c = 0; c < copies; ++c)
+      total += (&storage.counts[c][0][0])[i];
+    if (total != 0) atomicAdd(&scratch.counts[i], static_cast<unsigned long long>(total));
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) storage.last_block = atomicAdd(scratch.blocks_done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!storage.last_block) return;
+  __threadfence();
+  for (int p = 0; p < passes.count; ++p) {
+    const unsigned long long total =
+        threadIdx.x < radix ? load_published(&scratch.counts[p * radix + threadIdx.x]) : 0;
+    const unsigned long long start = block_exclusive_sum(total, storage.digit_sums);
+    if (threadIdx.x < radix) scratch.starts[std::size_t(p) * 2 * radix + threadIdx.x] = start;
+  }
+}
+
+// ---- One pass ------------------------------------------------------------------------------
+
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+    onesweep_kernel(onesweep_pass<K, V> pass) {
+  auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
+  if (threadIdx.x == 0) {
+    const unsigned tile = atomicAdd(pass.tile_counter, 1u);
+    if (tile == pass.tiles - 1) atomicExch(pass.tile_counter, 0u);
+    storage.tile = tile;
+  }
+  clear_tile_storage(storage);  // while thread 0 waits for its tile
+  __syncthreads();
+  sort_tile<Shape, false>(pass, storage.tile, storage);
+}
+
+// ---- The sort --------------------------------------------------------------------------------
+
+template <class K, class V>
+void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
+                   radix_passes passes, order ord, int end_bit, const call_context& call) {
+  using shape = onesweep_shape<K, V>;
+  static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
+  const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
+  // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
+  // published counts; the digit starts last.
+  const std::size_t counts_bytes = std::size_t(passes.count) * radix * sizeof(unsigned long long);
+  const std::size_t published_bytes = portion_tiles * radix * sizeof(unsigned);
+  const std::size_t starts_bytes = 2 * counts_bytes;
+  temporary_buffer<unsigned char> scratch_memory(counts_bytes + 16 + published_bytes + starts_bytes,
+                                                 call);
+  unsigned char* const head = scratch_memory.data();
+  const onesweep_scratch scratch{
+      reinterpret_cast<unsigned long long*>(head), reinterpret_cast<unsigned*>(head + counts_bytes),
+      reinterpret_cast<unsigned*>(head + counts_bytes + 4),
+      reinterpret_cast<unsigned long long*>(head + counts_bytes + 16 + published_bytes),
+      reinterpret_cast<unsigned*>(head + counts_bytes + 16)};
+  call.check(cudaMemsetAsync(head, 0, counts_bytes + 16 + published_bytes, call.stream()),
+             "cudaMemsetAsync");
+
+  using counting = digit_count_tuning<K>;
+  digit_counts_kernel<counting>
+      <<<grid_stride_blocks(n, counting::threads * counting::keys, call.limits(),
+                            counting::blocks_per_sm),
+         counting::threads, 0, call.stream()>>>(keys_in, n, passes, ord, end_bit, scratch);
+  check_launch(call.function(), "digit_counts_kernel");
+
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
+  allow_dynamic_shared_bytes(onesweep_kernel<shape, K, V>, shared_bytes, call);
+  for (int pass = 0; pass < passes.count; ++pass) {
+    unsigned long long* const starts = scratch.starts + std::size_t(pass) * 2 * radix;
+    std::size_t portion = 0;
+    for (std::size_t first = 0; first < n; first += portion_items, ++portion) {
+      if (pass > 0 || portion > 0) {
+        call.check(cudaMemsetAsync(scratch.published, 0, published_bytes, call.stream()),
+                   "cudaMemsetAsync");
+      }
+      const std::size_t count = std::min(n - first, portion_items);
+      const unsigned tiles = unsigned(ceil_div(count, shape::tile_items));
+      const onesweep_pass<K, V> launch{
+          buffers.keys_from(pass) + first,
+          buffers.keys_to(pass),
+          has_values_of<V> ? buffers.values_from(pass) + first : nullptr,
+          buffers.values_to(pass),
+          count,
+          tiles,
+          passes.digit<K>(pass, ord, end_bit),
+          scratch.tile_counter,
+          scratch.published,
+          starts + (portion % 2) * radix,
+          first + count < n ? starts + ((portion + 1) % 2) * radix : nullptr};
+      onesweep_kernel<shape><<<tiles, shape::threads, shared_bytes, call.stream()>>>(launch);
+      check_launch(call.function(), "onesweep_kernel");
+    }
+  }
+  buffers.release();
+  scratch_memory.release();
+}
+
+}  // namespace ppat::detail

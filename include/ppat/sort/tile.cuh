@@ -1,0 +1,352 @@
+// One tile of one radix sort pass, by one block: what the onesweep passes, the one-launch
+// sort and the one-tile sort all run. In the order the steps run:
+//
+//   load_tile_keys         the tile's keys (and values) into registers
+//   rank_in_warps          each key's rank among its warp's keys of its digit    } the block
+//   tile_digit_count       the tile's count of each digit, published at once     } radix
+//   add_tile_starts        each warp's first position of each digit in the tile  } rank
+//   stage_in_digit_order   keys (and values) staged in shared memory in digit order
+//   look_back_digit_starts where each digit's keys go: the tiles before, thread d walking back
+//                          through their published counts of digit d
+//   scatter_staged         consecutive staged keys of a digit to consecutive places
+//
+// A tile's keys are warp-striped: warp w holds items w x 32 x items + i x 32 + lane, so that
+// the order (warp, i, lane) is input order and ranking in it keeps the sort stable.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "../core/atomic.cuh"
+#include "../core/block.cuh"
+#include "../core/launch.cuh"
+#include "../core/no_values.cuh"
+#include "../core/shared_storage.cuh"
+#include "../core/warp.cuh"
+#include "plan.cuh"
+#include "radix_key.cuh"
+
+namespace ppat::detail {
+
+template <class K, class V>
+constexpr int pair_bytes = int(sizeof(K)) + (has_values_of<V> ? int(sizeof(V)) : 0);
+
+// A tile: `Tuning`'s threads ranking `items` keys each (a power of two, at most
+// `MostItems`), with their values, as many as a thread's bytes hold; the tile is staged in
+// shared memory.
+template <class K, class V, class Tuning, int MostItems = 16>
+struct tile_shape : Tuning {
+  static constexpr int items = [] {
+    int most = Tuning::groups_per_thread(pair_bytes<K, V>, MostItems);
+    int power = 1;
+    while (power * 2 <= most)
+      power *= 2;
+    return power;
+  }();
+  static constexpr int tile_items = Tuning::threads * items;
+};
+
+// A published digit count: status in the top 2 bits, the count in the rest. 0: nothing yet.
+constexpr unsigned count_aggregate = 1u << 30;
+constexpr unsigned count_inclusive = 2u << 30;
+constexpr unsigned count_mask = count_aggregate - 1;
+// Tiles a digit's look-back reads at a time (one at a time, the walk back through tiles
+// that have published only their own counts held each tile for microseconds).
+constexpr int lookback_window = 8;
+
+// What one pass's tiles read and write.
+template <class K, class V>
+struct onesweep_pass {
+  const K* keys_in;  // the portion's
+  K* keys_out;       // the whole output
+  const V* values_in;
+  V* values_out;
+  std::size_t count;  // keys in the portion
+  unsigned tiles;
+  radix_digit<K> digit;
+  unsigned* tile_counter;
+  unsigned* published;
+  const unsigned long long* starts;  // the portion's digit starts
+  unsigned long long* next_starts;   // the next portion's, or null
+};
+
+// Shared memory of one tile. While the tile ranks its keys, each warp finds the lanes that
+// share a digit through masks of lanes, one a digit, in two sets that items alternate
+// between; the keys are staged in the same bytes afterwards.
+template <class Shape, class K, class V>
+struct tile_storage {
+  unsigned warp_digit_counts[Shape::warps][radix];
+  // Where the staged key (and value) at r of digit d goes: the address of r = 0 were the
+  // digit's places to run on down, as an integer (it can lie below the output), so that a
+  // place costs one multiply-add.
+  unsigned long long digit_keys_to[radix];
+  unsigned long long digit_values_to[has_values_of<V> ? radix : 1];
+  struct staging {
+    uninitialized_array<K, Shape::tile_items> keys;
+    uninitialized_array<value_or_char<V>, has_values_of<V> ? Shape::tile_items : 1> values;
+  };
+  union {
+    unsigned lanes_of_digit[2][Shape::warps][radix];
+    staging staged;
+  };
+  block_sum_storage<radix / 32, unsigned> digit_sums;
+  unsigned tile;  // the onesweep kernel's ticket
+};
+
+// A tile kernel's storage, in dynamic shared memory: it can exceed the 48 KB a kernel may
+// declare statically.
+template <class Storage>
+__device__ Storage& dynamic_shared_storage() {
+  extern __shared__ __align__(16) unsigned char tile_bytes[];
+  return *reinterpret_cast<Storage*>(tile_bytes);
+}
+
+// Zeroes the warps' digit counters and lane masks; a barrier must follow before sort_tile.
+template <class Shape, class K, class V>
+__device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
+  for (int i = int(threadIdx.x); i < Shape::warps * radix; i += Shape::threads)
+    (&storage.warp_digit_counts[0][0])[i] = 0;
+  for (int i = int(threadIdx.x); i < 2 * Shape::warps * radix; i += Shape::threads)
+    (&storage.lanes_of_digit[0][0][0])[i] = 0;
+}
+
+// Keys and values in registers; past the end of the input, padding of the last digit, which
+// ranks after every real key of the tile and is never written. `FromL2`: the keys and
+// values were written by other blocks of the same kernel, which this SM's L1 may hold older
+// copies of.
+template <class Shape, bool FromL2, bool Full, class K, class V>
+__device__ __forceinline__ void load_tile_keys(const onesweep_pass<K, V>& pass,
+                                               std::size_t tile_first, unsigned valid,
+                                               K (&keys)[Shape::items],
+                                               value_or_char<V> (&values)[Shape::items]) {
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32 + lane);
+    if (Full || at < valid) {
+      if constexpr (FromL2) {
+        keys[i] = load_published(pass.keys_in + tile_first + at);
+        if constexpr (has_values_of<V>)
+          values[i] = load_published(pass.values_in + tile_first + at);
+      } else {
+        keys[i] = pass.keys_in[tile_first + at];
+        if constexpr (has_values_of<V>) values[i] = pass.values_in[tile_first + at];
+      }
+    }
+  }
+}
+
+// ---- The block radix rank ----------------------------------------------------------------------
+
+// Each key's rank among the warp's keys of its digit, counted in the warp's own counters,
+// and the digit above it (ranks stay below 2^16): one register a key holds both. Items at
+// or past `valid` are padding of the last digit, which ranks after every real key; a warp's
+// rows of 32 items wholly past it are left out (only the row that `valid` cuts is ranked
+// with padding), so that a part-filled tile ranks few more items than it holds.
+template <class Shape, bool Full, class K, class V>
+__device__ __forceinline__ void rank_in_warps(const K (&keys)[Shape::items], unsigned valid,
+                                              const radix_digit<K>& digit,
+                                              tile_storage<Shape, K, V>& storage,
+                                              unsigned (&ranks)[Shape::items]) {
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
+  unsigned* const counts = storage.warp_digit_counts[warp];
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned row_first = warp_first + unsigned(i * 32);
+    if (!Full && row_first >= valid) break;
+    const unsigned d = Full || row_first + unsigned(lane) < valid ? digit(keys[i]) : digit.mask;
+    // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
+    // all have, and clears it before the set comes round again (two items on). Shared
+    // memory atomics take fewer issue slots than eight ballots, which the integer pipe
+    // bounds. The lanes read the warp's count of the digit together and the lowest one
+    // moves it on: the next item reads it only after the next __syncwarp.
+    unsigned* const masks = storage.lanes_of_digit[i % 2][warp];
+    atomicOr(&masks[d], 1u << lane);
+    __syncwarp();
+    const unsigned peers = masks[d];
+    const unsigned before = counts[d];
+    __syncwarp();
+    masks[d] = 0;
+    const unsigned below = unsigned(__popc(int(peers & ((1u << lane) - 1u))));
+    if (below == 0) counts[d] = before + unsigned(__popc(int(peers)));  // the lowest lane
+    ranks[i] = (before + below) | d << 16;
+  }
+}
+
+// Thread d < radix: the tile's count of digit d, the padding ranked in the row that `valid`
+// cuts left out; the warps' counts become their first positions among the tile's keys of
+// digit d.
+template <class Shape, class K, class V>
+__device__ __forceinline__ unsigned tile_digit_count(tile_storage<Shape, K, V>& storage,
+                                                     unsigned valid, unsigned last_digit) {
+  const unsigned d = threadIdx.x;
+  unsigned tile_count = 0;
+  if (d < radix) {
+    for (int w = 0; w < Shape::warps; ++w) {
+      const unsigned c = storage.warp_digit_counts[w][d];
+      storage.warp_digit_counts[w][d] = tile_count;
+      tile_count += c;
+    }
+    if (d == last_digit) tile_count -= (32u - valid % 32u) % 32u;
+  }
+  return tile_count;
+}
+
+// The tile's digit starts (thread d's returned) added to the warps' first positions: each
+// warp's first position of each digit in the tile's digit order.
+template <class Shape, class K, class V>
+__device__ __forceinline__ unsigned add_tile_starts(tile_storage<Shape, K, V>& storage,
+                                                    unsigned tile_count) {
+  const unsigned d = threadIdx.x;
+  const unsigned tile_start = block_exclusive_sum(d < radix ? tile_count : 0u, storage.digit_sums);
+  if (d < radix) {
+    for (int w = 0; w < Shape::warps; ++w)
+      storage.warp_digit_counts[w][d] += tile_start;
+  }
+  return tile_start;
+}
+
+// ---- Staging and scattering -------------------------------------------------------------------
+
+// Keys (and values) staged in the tile's digit order; rows wholly past `valid` were not
+// ranked and are not staged.
+template <class Shape, bool Full, class K, class V>
+__device__ __forceinline__ void stage_in_digit_order(const K (&keys)[Shape::items], unsigned valid,
+                                                     const value_or_char<V> (&values)[Shape::items],
+                                                     const unsigned (&ranks)[Shape::items],
+                                                     tile_storage<Shape, K, V>& storage) {
+  const int warp = int(threadIdx.x / 32);
+  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    if (!Full && warp_first + unsigned(i * 32) >= valid) break;
+    const unsigned rank = (ranks[i] & 0xFFFFu) + storage.warp_digit_counts[warp][ranks[i] >> 16];
+    storage.staged.keys[int(rank)] = keys[i];
+    if constexpr (has_values_of<V>) storage.staged.values[int(rank)] = values[i];
+  }
+}
+
+// Thread d < radix: how many keys of digit d the tiles before this one hold, from the newest
+// inclusive count back, reading `lookback_window` tiles at a time; then this tile's
+// inclusive count for the tiles after it. Where the tile's keys of digit d go follows, and
+// the last tile of a portion hands the next portion its digit starts.
+template <class Shape, class K, class V>
+__device__ __forceinline__ void look_back_digit_starts(const onesweep_pass<K, V>& pass,
+                                                       unsigned tile, unsigned tile_count,
+                                                       unsigned tile_start,
+                                                       tile_storage<Shape, K, V>& storage) {
+  const unsigned d = threadIdx.x;
+  if (d >= radix) return;
+  unsigned before = 0;  // a portion holds fewer than 2^30 keys
+  if (tile > 0) {
+    int newest = int(tile) - 1;
+    for (;;) {
+      unsigned words[lookback_window];
+#pragma unroll
+      for (int w = 0; w < lookback_window; ++w) {
+        words[w] = newest >= w
+                       ? device_atomic<unsigned>(pass.published[unsigned(newest - w) * radix + d])
+                             .load(cuda::memory_order_relaxed)
+                       : count_inclusive;
+      }
+      // Up to the newest inclusive count: all published, or the window is read again.
+      bool ready = true, inclusive = false;
+      unsigned sum = 0;
+#pragma unroll
+      for (int w = 0; w < lookback_window; ++w) {
+        if (inclusive) continue;
+        ready = ready && words[w] != 0;
+        sum += words[w] & count_mask;
+        inclusive = (words[w] & count_inclusive) != 0;
+      }
+      if (!ready) {
+        __nanosleep(32);  // a spinning thread takes issue slots from the tiles still ranking
+        continue;
+      }
+      before += sum;
+      if (inclusive) break;
+      newest -= lookback_window;
+    }
+    atomicExch(&pass.published[std::size_t(tile) * radix + d],
+               count_inclusive | (before + tile_count));
+  }
+  const unsigned long long start = pass.starts[d] + before;
+  const unsigned long long first_place = start - tile_start;
+  storage.digit_keys_to[d] =
+      reinterpret_cast<unsigned long long>(pass.keys_out) + first_place * sizeof(K);
+  if constexpr (has_values_of<V>) {
+    storage.digit_values_to[d] =
+        reinterpret_cast<unsigned long long>(pass.values_out) + first_place * sizeof(V);
+  }
+  if (pass.next_starts != nullptr && tile == pass.tiles - 1)
+    pass.next_starts[d] = start + tile_count;
+}
+
+// Consecutive staged keys of one digit go to consecutive places.
+template <class Shape, bool Full, class K, class V>
+__device__ __forceinline__ void scatter_staged(const onesweep_pass<K, V>& pass, unsigned valid,
+                                               tile_storage<Shape, K, V>& storage) {
+#pragma unroll
+  for (int k = 0; k < Shape::items; ++k) {
+    const unsigned r = threadIdx.x + unsigned(k * Shape::threads);
+    if (Full || r < valid) {
+      const K key = storage.staged.keys[int(r)];
+      const unsigned digit = pass.digit(key);
+      *reinterpret_cast<K*>(storage.digit_keys_to[digit] + r * sizeof(K)) = key;
+      if constexpr (has_values_of<V>) {
+        *reinterpret_cast<V*>(storage.digit_values_to[digit] + r * sizeof(V)) =
+            storage.staged.values[int(r)];
+      }
+    }
+  }
+}
+
+// ---- The tile ---------------------------------------------------------------------------------
+
+template <class Shape, bool FromL2, bool Full, class K, class V>
+__device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
+                             tile_storage<Shape, K, V>& storage) {
+  static_assert(Shape::threads >= radix, "a thread a digit");
+  static_assert(Shape::tile_items <= 65536, "a rank and its digit share a register");
+  const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;
+  const unsigned valid =
+      Full ? unsigned(Shape::tile_items)
+           : unsigned(min(pass.count - tile_first, std::size_t(Shape::tile_items)));
+  K keys[Shape::items];
+  value_or_char<V> values[Shape::items];
+  load_tile_keys<Shape, FromL2, Full>(pass, tile_first, valid, keys, values);
+  unsigned ranks[Shape::items];
+  rank_in_warps<Shape, Full>(keys, valid, pass.digit, storage, ranks);
+  __syncthreads();
+
+  // Thread d: the tile's count of digit d, published at once.
+  const unsigned tile_count = tile_digit_count(storage, valid, pass.digit.mask);
+  if (threadIdx.x < radix) {
+    atomicExch(&pass.published[std::size_t(tile) * radix + threadIdx.x],
+               (tile == 0 ? count_inclusive : count_aggregate) | tile_count);
+  }
+  const unsigned tile_start = add_tile_starts(storage, tile_count);
+  __syncthreads();
+  stage_in_digit_order<Shape, Full>(keys, valid, values, ranks, storage);
+  look_back_digit_starts(pass, tile, tile_count, tile_start, storage);
+  __syncthreads();
+  scatter_staged<Shape, Full>(pass, valid, storage);
+  __syncthreads();  // before the block's next tile reuses the storage
+}
+
+// Every tile but the last is full, and sorts without a bound check a key.
+template <class Shape, bool FromL2, class K, class V>
+__device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
+                          tile_storage<Shape, K, V>& storage) {
+  if ((std::size_t(tile) + 1) * Shape::tile_items <= pass.count) {
+    sort_tile_of<Shape, FromL2, true>(pass, tile, storage);
+  } else {
+    sort_tile_of<Shape, FromL2, false>(pass, tile, storage);
+  }
+}
+
+}  // namespace ppat::detail
