@@ -81,8 +81,8 @@ struct scan_start {
 };
 
 // A scan tile's shared memory: its ticket, the warps' prefixes, and the look-back's windows
-// of 32 items (up to 4 KB of them, or one window of items over 32 bytes), in static shared
-// memory, within the 48 KB a launch gets without opting in.
+// of 32 items (lookback_windows: up to four and 4 KB of them, one for items over 64 bytes),
+// in static shared memory, within the 48 KB a launch gets without opting in.
 template <class Shape, class T>
 struct scan_tile_storage {
   unsigned tile;
