@@ -323,6 +323,33 @@ void launch_histogram(Job job, std::size_t shared_bytes, const call_context& cal
   }
 }
 
+// Adds this block's counters (all its copies) to `hist`.
+template <histogram_tier Tier, class Job>
+__device__ __forceinline__ void add_block_counts(const Job& job,
+                                                 const typename Job::shared_counter* counters,
+                                                 const unsigned* words) {
+  using Counter = typename Job::counter_type;
+  const int copies = 1 << job.copies_log2;
+  using total = std::conditional_t<Job::weighted, Counter, unsigned long long>;
+#pragma unroll
+  for (int c = 0; c < Job::active; ++c) {
+    for (int b = threadIdx.x; b < job.binning[c].num_bins(); b += blockDim.x) {
+      const int slot = job.first_slot[c] + b;
+      total sum = 0;
+      // Starting at a different copy in each lane keeps the lanes on different banks.
+      for (int r = 0; r < copies; ++r) {
+        const int copy = (r + slot) & (copies - 1);
+        if constexpr (Tier == histogram_tier::shared) {
+          sum += counters[(slot << job.copies_log2) + copy];
+        } else {
+          sum += (words[((slot >> 1) << job.copies_log2) + copy] >> (16 * (slot & 1))) & 0xFFFF;
+        }
+      }
+      if (sum != total(0)) atomic_add(job.hist[c] + b, Counter(sum));
+    }
+  }
+}
+
 template <histogram_tier Tier, class Job>
 __global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::blocks_per_sm)
     histogram_kernel(const Job job) {
@@ -442,27 +469,9 @@ __global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::b
     }
   }
 
-  // Add this block's counters (all its copies) to `hist`.
   if constexpr (in_block) {
     __syncthreads();
-    using total = std::conditional_t<Job::weighted, Counter, unsigned long long>;
-#pragma unroll
-    for (int c = 0; c < Job::active; ++c) {
-      for (int b = threadIdx.x; b < job.binning[c].num_bins(); b += blockDim.x) {
-        const int slot = job.first_slot[c] + b;
-        total sum = 0;
-        // Starting at a different copy in each lane keeps the lanes on different banks.
-        for (int r = 0; r < copies; ++r) {
-          const int copy = (r + slot) & (copies - 1);
-          if constexpr (Tier == histogram_tier::shared) {
-            sum += counters[(slot << job.copies_log2) + copy];
-          } else {
-            sum += (words[((slot >> 1) << job.copies_log2) + copy] >> (16 * (slot & 1))) & 0xFFFF;
-          }
-        }
-        if (sum != total(0)) atomic_add(job.hist[c] + b, Counter(sum));
-      }
-    }
+    add_block_counts<Tier>(job, counters, words);
   }
 }
 
