@@ -44,6 +44,31 @@ inline void expect_no_cuda_error() {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+// Captures what `record` launches on `stream` into a CUDA graph and replays the graph twice:
+// before each replay `prepare(replay)` poisons the outputs (and, in most suites, uploads
+// inputs the capture never saw); after it, with the stream synchronized, `check(replay)`
+// compares the outputs with the reference. Shows that a call captures (its temporary memory
+// and every launch) and that the graph computes what the call does.
+template <class Record, class Prepare, class Check>
+void capture_and_replay(cudaStream_t stream, Record record, Prepare prepare, Check check,
+                        cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, mode));
+  record();
+  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE("replay " + std::to_string(replay));
+    prepare(replay);
+    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
+    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
+    check(replay);
+  }
+  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
+  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+}
+
 // Under compute-sanitizer, ten to a hundred times slower, the suite runs with
 // PPAT_TEST_MAX_ITEMS set: cases with more items are skipped (and the huge tests filtered).
 inline bool fits_item_budget(std::size_t items) {

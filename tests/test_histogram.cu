@@ -537,20 +537,10 @@ TEST(histogram_even, stream_and_graph_capture) {
   PPAT_CUDA_OK(cudaStreamSynchronize(stream));
   expect_histogram(hist, expected);
 
-  cudaGraph_t graph;
-  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  ppat::histogram_even(input.data(), n, hist.data(), 65536, 0, 65536, stream);
-  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int launch = 0; launch < 2; ++launch) {
-    hist.poison();
-    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
-    expect_histogram(hist, expected);
-  }
-  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  ppat_test::capture_and_replay(
+      stream, [&] { ppat::histogram_even(input.data(), n, hist.data(), 65536, 0, 65536, stream); },
+      [&](int) { hist.poison(); }, [&](int) { expect_histogram(hist, expected); },
+      cudaStreamCaptureModeThreadLocal);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
 }
 

@@ -205,22 +205,14 @@ TEST(reduce, stream_and_graph_capture) {
   device_buffer<int> input(in), output(1);
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ppat::reduce(input.data(), output.data(), n, 7, ppat::plus{}, stream);
-  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 2; ++replay) {
-    in = ppat_test::random_integers<int>(n, -1000, 1000);
-    input.upload(in);
-    output.poison();
-    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
-    EXPECT_EQ(output.download()[0], ppat_reference::reduce(in, 7, ppat::plus{})) << replay;
-  }
-  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  ppat_test::capture_and_replay(
+      stream, [&] { ppat::reduce(input.data(), output.data(), n, 7, ppat::plus{}, stream); },
+      [&](int) {
+        in = ppat_test::random_integers<int>(n, -1000, 1000);
+        input.upload(in);
+        output.poison();
+      },
+      [&](int) { EXPECT_EQ(output.download()[0], ppat_reference::reduce(in, 7, ppat::plus{})); });
   ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();

@@ -590,25 +590,22 @@ TEST(scan_rungs, captures_into_a_cuda_graph) {
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   for (rung r : rungs) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    run_scan(r, kind::inclusive, input.data(), output.data(), n, 0, ppat::plus{}, stream);
-    PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int replay = 0; replay < 2; ++replay) {
-      in = ppat_test::random_integers<int>(n, -1000, 1000);
-      input.upload(in);
-      output.poison();
-      PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-      PPAT_CUDA_OK(cudaStreamSynchronize(stream));
-      EXPECT_EQ(ppat_test::first_mismatch(output.download(),
-                                          ppat_reference::inclusive_scan(in, ppat::plus{})),
-                -1)
-          << name(r) << " replay " << replay;
-    }
-    PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-    PPAT_CUDA_OK(cudaGraphDestroy(graph));
+    SCOPED_TRACE(name(r));
+    ppat_test::capture_and_replay(
+        stream,
+        [&] {
+          run_scan(r, kind::inclusive, input.data(), output.data(), n, 0, ppat::plus{}, stream);
+        },
+        [&](int) {
+          in = ppat_test::random_integers<int>(n, -1000, 1000);
+          input.upload(in);
+          output.poison();
+        },
+        [&](int) {
+          EXPECT_EQ(ppat_test::first_mismatch(output.download(),
+                                              ppat_reference::inclusive_scan(in, ppat::plus{})),
+                    -1);
+        });
   }
   ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));

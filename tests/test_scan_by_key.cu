@@ -252,26 +252,23 @@ TEST(scan_by_key, stream_and_graph_capture) {
   device_buffer<int> key_buffer(keys), input(in), output(n);
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ppat::exclusive_scan_by_key(key_buffer.data(), input.data(), output.data(), n, 3, ppat::plus{},
-                              stream);
-  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 2; ++replay) {
-    in = ppat_test::random_integers<int>(n, -1000, 1000);
-    input.upload(in);
-    output.poison();
-    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
-    EXPECT_EQ(ppat_test::first_mismatch(output.download(), ppat_reference::exclusive_scan_by_key(
-                                                               keys, in, 3, ppat::plus{})),
-              -1)
-        << "replay " << replay;
-  }
-  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  ppat_test::capture_and_replay(
+      stream,
+      [&] {
+        ppat::exclusive_scan_by_key(key_buffer.data(), input.data(), output.data(), n, 3,
+                                    ppat::plus{}, stream);
+      },
+      [&](int) {
+        in = ppat_test::random_integers<int>(n, -1000, 1000);
+        input.upload(in);
+        output.poison();
+      },
+      [&](int) {
+        EXPECT_EQ(
+            ppat_test::first_mismatch(output.download(), ppat_reference::exclusive_scan_by_key(
+                                                             keys, in, 3, ppat::plus{})),
+            -1);
+      });
   ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();

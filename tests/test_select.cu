@@ -596,41 +596,38 @@ TEST(select, stream_and_graph_capture) {
   device_buffer<std::size_t> counts(3);
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ppat::select_if(input.data(), selected.data(), counts.data(), n, odd_key{}, stream);
-  ppat::partition(input.data(), partitioned.data(), counts.data() + 1, n, odd_key{}, stream);
-  ppat::reduce_by_key(key_input.data(), input.data(), unique_keys.data(), sums.data(),
-                      counts.data() + 2, n, ppat::plus{}, stream);
-  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 2; ++replay) {
-    SCOPED_TRACE("replay " + std::to_string(replay));
-    items = items_selected_by<std::int32_t>(bits_of(pattern::half, n));
-    keys = items_in_runs<std::int32_t>(bits_of(pattern::five_percent, n));
-    input.buffer.upload(items);
-    key_input.buffer.upload(keys);
-    selected.buffer.poison();
-    counts.poison();
-    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
-    const auto got = counts.download();
-    const auto expected =
-        ppat_reference::select(items, [&](std::size_t i) { return odd_key{}(items[i]); });
-    EXPECT_EQ(got[0], expected.size());
-    EXPECT_EQ(got[1], expected.size());
-    expect_output(selected, expected, "select_if");
-    expect_output(partitioned, ppat_reference::stable_partition(items, odd_key{}), "partition",
-                  true);
-    const auto expected_sums = ppat_reference::reduce_by_key(keys, items, ppat::plus{});
-    EXPECT_EQ(got[2], expected_sums.size());
-    auto got_sums = sums.download();
-    got_sums.resize(expected_sums.size());
-    EXPECT_EQ(ppat_test::first_mismatch(got_sums, expected_sums), -1);
-  }
-  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  ppat_test::capture_and_replay(
+      stream,
+      [&] {
+        ppat::select_if(input.data(), selected.data(), counts.data(), n, odd_key{}, stream);
+        ppat::partition(input.data(), partitioned.data(), counts.data() + 1, n, odd_key{}, stream);
+        ppat::reduce_by_key(key_input.data(), input.data(), unique_keys.data(), sums.data(),
+                            counts.data() + 2, n, ppat::plus{}, stream);
+      },
+      [&](int) {
+        items = items_selected_by<std::int32_t>(bits_of(pattern::half, n));
+        keys = items_in_runs<std::int32_t>(bits_of(pattern::five_percent, n));
+        input.buffer.upload(items);
+        key_input.buffer.upload(keys);
+        for (auto* output : {&selected, &partitioned, &sums})
+          output->buffer.poison();
+        counts.poison();
+      },
+      [&](int) {
+        const auto got = counts.download();
+        const auto expected =
+            ppat_reference::select(items, [&](std::size_t i) { return odd_key{}(items[i]); });
+        EXPECT_EQ(got[0], expected.size());
+        EXPECT_EQ(got[1], expected.size());
+        expect_output(selected, expected, "select_if");
+        expect_output(partitioned, ppat_reference::stable_partition(items, odd_key{}), "partition",
+                      true);
+        const auto expected_sums = ppat_reference::reduce_by_key(keys, items, ppat::plus{});
+        EXPECT_EQ(got[2], expected_sums.size());
+        auto got_sums = sums.download();
+        got_sums.resize(expected_sums.size());
+        EXPECT_EQ(ppat_test::first_mismatch(got_sums, expected_sums), -1);
+      });
   ppat::release_stream_memory(stream);
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();

@@ -552,42 +552,40 @@ TEST(sort, stream_and_graph_capture) {
   device_buffer<std::uint32_t> values_in(n), values_out(n);
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ppat::sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(), n,
-                   ppat::order::ascending, 0, 32, stream);
-  ppat::sort_keys(keys_in.data(), small_keys_out.data(), small, ppat::order::descending, 0, 32,
-                  stream);
-  PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 2; ++replay) {
-    SCOPED_TRACE("replay " + std::to_string(replay));
-    const auto keys =
-        draw_keys<std::int32_t>(n, replay == 0 ? spread::uniform_bits : spread::few_distinct);
-    const auto values = draw_values<std::uint32_t>(n);
-    keys_in.upload(keys);
-    values_in.upload(values);
-    keys_out.poison();
-    values_out.poison();
-    small_keys_out.poison();
-    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-    PPAT_CUDA_OK(cudaStreamSynchronize(stream));
-    const auto ascending = sorted_positions(keys, ppat::order::ascending);
-    EXPECT_EQ(
-        ppat_test::first_mismatch(keys_out.download(), ppat_reference::gathered(keys, ascending)),
-        -1);
-    EXPECT_EQ(ppat_test::first_mismatch(values_out.download(),
-                                        ppat_reference::gathered(values, ascending)),
-              -1);
-    const std::vector<std::int32_t> head(keys.begin(), keys.begin() + std::ptrdiff_t(small));
-    const auto descending = sorted_positions(head, ppat::order::descending);
-    EXPECT_EQ(ppat_test::first_mismatch(small_keys_out.download(),
-                                        ppat_reference::gathered(head, descending)),
-              -1);
-  }
-  PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-  PPAT_CUDA_OK(cudaGraphDestroy(graph));
+  std::vector<std::int32_t> keys;
+  std::vector<std::uint32_t> values;
+  ppat_test::capture_and_replay(
+      stream,
+      [&] {
+        ppat::sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(), n,
+                         ppat::order::ascending, 0, 32, stream);
+        ppat::sort_keys(keys_in.data(), small_keys_out.data(), small, ppat::order::descending, 0,
+                        32, stream);
+      },
+      [&](int replay) {
+        keys =
+            draw_keys<std::int32_t>(n, replay == 0 ? spread::uniform_bits : spread::few_distinct);
+        values = draw_values<std::uint32_t>(n);
+        keys_in.upload(keys);
+        values_in.upload(values);
+        keys_out.poison();
+        values_out.poison();
+        small_keys_out.poison();
+      },
+      [&](int) {
+        const auto ascending = sorted_positions(keys, ppat::order::ascending);
+        EXPECT_EQ(ppat_test::first_mismatch(keys_out.download(),
+                                            ppat_reference::gathered(keys, ascending)),
+                  -1);
+        EXPECT_EQ(ppat_test::first_mismatch(values_out.download(),
+                                            ppat_reference::gathered(values, ascending)),
+                  -1);
+        const std::vector<std::int32_t> head(keys.begin(), keys.begin() + std::ptrdiff_t(small));
+        const auto descending = sorted_positions(head, ppat::order::descending);
+        EXPECT_EQ(ppat_test::first_mismatch(small_keys_out.download(),
+                                            ppat_reference::gathered(head, descending)),
+                  -1);
+      });
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();
 }

@@ -218,20 +218,15 @@ TEST(streams, stream_of_another_device) {
     run_all();
     check_all("direct calls");
 
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    PPAT_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    run_all();
-    PPAT_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    PPAT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    for (auto* buffer : {&scanned, &sum, &transposed})
-      buffer->poison();
-    wide.poison();
-    narrow.poison();
-    PPAT_CUDA_OK(cudaGraphLaunch(exec, stream));
-    check_all("a graph captured on the stream");
-    PPAT_CUDA_OK(cudaGraphExecDestroy(exec));
-    PPAT_CUDA_OK(cudaGraphDestroy(graph));
+    ppat_test::capture_and_replay(
+        stream, run_all,
+        [&](int) {
+          for (auto* buffer : {&scanned, &sum, &transposed})
+            buffer->poison();
+          wide.poison();
+          narrow.poison();
+        },
+        [&](int) { check_all("a graph captured on the stream"); });
   }
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
   ppat_test::expect_no_cuda_error();

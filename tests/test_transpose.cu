@@ -428,6 +428,88 @@ TEST(permute, identity_size_one_axes_and_rows) {
   check_permute<bytes16>({2, 3, 4, 5, 6, 7, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0});
 }
 
+// Captured on one stream and replayed on inputs the capture never saw: a tiled transpose
+// with odd sides, a skinny one (a side under a tile), a batch, one in place, and a rank-4
+// permute. (Capture on several GPUs is in test_streams.cu, which needs two.)
+TEST(transpose, stream_and_graph_capture) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t rows = 1023, cols = 1025, skinny_rows = 70001, skinny_cols = 3, batch = 3,
+                    side = 129;
+  const std::vector<std::size_t> shape{30, 20, 7, 9};
+  const std::vector<int> axes{3, 1, 0, 2};
+  const std::size_t permuted_count = 30 * 20 * 7 * 9;
+  device_buffer<float> matrix(rows * cols), transposed(rows * cols, 64);
+  device_buffer<std::uint8_t> skinny(skinny_rows * skinny_cols),
+      skinny_transposed(skinny_rows * skinny_cols, 64);
+  device_buffer<double> batched(batch * rows * cols), batched_transposed(batch * rows * cols, 64);
+  device_buffer<bytes16> square(side * side, 64);
+  device_buffer<float> to_permute(permuted_count), permuted(permuted_count, 64);
+  std::vector<float> matrix_in, permute_in;
+  std::vector<std::uint8_t> skinny_in;
+  std::vector<double> batched_in;
+  std::vector<bytes16> square_in;
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ppat_test::capture_and_replay(
+      stream,
+      [&] {
+        ppat::transpose(matrix.data(), transposed.data(), rows, cols, stream);
+        ppat::transpose(skinny.data(), skinny_transposed.data(), skinny_rows, skinny_cols, stream);
+        ppat::transpose_batched(batched.data(), batched_transposed.data(), batch, rows, cols,
+                                stream);
+        ppat::transpose_inplace(square.data(), side, stream);
+        ppat::permute(to_permute.data(), permuted.data(), shape, axes, stream);
+      },
+      [&](int) {
+        matrix_in = random_elements<float>(rows * cols);
+        skinny_in = random_elements<std::uint8_t>(skinny_rows * skinny_cols);
+        batched_in = random_elements<double>(batch * rows * cols);
+        square_in = random_elements<bytes16>(side * side);
+        permute_in = random_elements<float>(permuted_count);
+        matrix.upload(matrix_in);
+        skinny.upload(skinny_in);
+        batched.upload(batched_in);
+        square.upload(square_in);
+        to_permute.upload(permute_in);
+        transposed.poison();
+        skinny_transposed.poison();
+        batched_transposed.poison();
+        permuted.poison();
+      },
+      [&](int) {
+        EXPECT_EQ(ppat_test::first_mismatch(transposed.download(),
+                                            ppat_reference::transpose(matrix_in, rows, cols)),
+                  -1);
+        EXPECT_EQ(ppat_test::first_mismatch(
+                      skinny_transposed.download(),
+                      ppat_reference::transpose(skinny_in, skinny_rows, skinny_cols)),
+                  -1);
+        std::vector<double> batched_expected;
+        for (std::size_t b = 0; b < batch; ++b) {
+          const auto first = batched_in.begin() + std::ptrdiff_t(b * rows * cols);
+          const auto one = ppat_reference::transpose(
+              std::vector<double>(first, first + std::ptrdiff_t(rows * cols)), rows, cols);
+          batched_expected.insert(batched_expected.end(), one.begin(), one.end());
+        }
+        EXPECT_EQ(ppat_test::first_mismatch(batched_transposed.download(), batched_expected), -1);
+        EXPECT_EQ(ppat_test::first_mismatch(square.download(),
+                                            ppat_reference::transpose(square_in, side, side)),
+                  -1);
+        EXPECT_EQ(ppat_test::first_mismatch(permuted.download(),
+                                            ppat_reference::permute(permute_in, shape, axes)),
+                  -1);
+        for (auto* guarded : {&transposed, &permuted})
+          EXPECT_TRUE(guarded->guards_intact());
+        EXPECT_TRUE(skinny_transposed.guards_intact());
+        EXPECT_TRUE(batched_transposed.guards_intact());
+        EXPECT_TRUE(square.guards_intact());
+      });
+  ppat::release_stream_memory(stream);
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+  ppat_test::expect_no_cuda_error();
+}
+
 TEST(transpose_arguments, production_calls_reject_bad_arguments) {
   auto* fake = reinterpret_cast<float*>(std::uintptr_t{1} << 20);  // never dereferenced
   auto* other = fake + 100000;
