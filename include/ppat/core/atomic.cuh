@@ -6,7 +6,8 @@
 // where a generic pointer would be converted again at every addition.
 //
 // Also what blocks use to hand each other values: device-scope atomic references, reads
-// that bypass L1, and the ticket that tells a kernel's last block to finish it is the last.
+// that bypass L1, the tickets that give tiles out in the order blocks start, and the one that
+// tells a kernel's last block to finish it is the last.
 #pragma once
 
 #include <cuda/atomic>
@@ -73,6 +74,16 @@ __device__ T load_published(const T* from) {
     std::memcpy(&value, bytes, sizeof(T));
   }
   return value;
+}
+
+// Called by one thread of each block of a kernel of `tickets` blocks: the block's ticket, in
+// the order the blocks started (not blockIdx: a block that waits on lower tickets then waits
+// only on blocks already running). The block that takes the last one puts the counter back
+// to 0 for the next launch.
+__device__ inline unsigned take_ticket(unsigned* counter, unsigned tickets) {
+  const unsigned ticket = atomicAdd(counter, 1u);
+  if (ticket == tickets - 1) atomicExch(counter, 0u);
+  return ticket;
 }
 
 // Called by one thread of each block of a kernel of `blocks` blocks, once the block is done

@@ -15,7 +15,7 @@
 //   block_reduce_warps    the block's reduction of its warps' results, in warp order
 //   rank_in_warp          where each selected item of a warp's rows falls (a count of flags)
 //
-// The block radix rank, which the sort's tiles compose, is in sort/tile.cuh.
+// The block radix rank, which the sort's tiles compose, is in core/radix_rank.cuh.
 #pragma once
 
 #include <cstdint>

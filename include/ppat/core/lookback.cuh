@@ -137,9 +137,7 @@ lookback_state<T> lookback_view(unsigned char* flags, unsigned epoch, T* values,
 // one puts the counter back to 0 for the next call.
 template <class T>
 __device__ unsigned next_tile(const lookback_state<T>& state) {
-  const unsigned tile = atomicAdd(state.tile_counter, 1u);
-  if (tile == state.tiles - 1) atomicExch(state.tile_counter, 0u);
-  return tile;
+  return take_ticket(state.tile_counter, state.tiles);
 }
 
 // A status word's first 32 bits: the epoch above the status. Words of earlier calls (or

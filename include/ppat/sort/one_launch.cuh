@@ -19,6 +19,7 @@
 #include "../core/error.cuh"
 #include "../core/launch.cuh"
 #include "../core/memory.cuh"
+#include "digit_counts.cuh"
 #include "plan.cuh"
 #include "tile.cuh"
 
@@ -38,11 +39,10 @@ constexpr std::size_t one_launch_large_tiles_from = std::size_t{1} << 18;
 
 template <class K, class V>
 struct one_launch_sort_args {
-  static constexpr int most_passes = 8;  // 64-bit keys
-  const K* keys_from[most_passes];
-  K* keys_to[most_passes];
-  const V* values_from[most_passes];
-  V* values_to[most_passes];
+  const K* keys_from[most_passes<K>];
+  K* keys_to[most_passes<K>];
+  const V* values_from[most_passes<K>];
+  V* values_to[most_passes<K>];
   std::size_t n;
   radix_passes passes;
   order ord;
@@ -63,31 +63,30 @@ struct one_launch_storage {
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
-  constexpr int most_passes = one_launch_sort_args<K, V>::most_passes;
   auto& shared = dynamic_shared_storage<one_launch_storage<Shape, K, V>>();
   auto& storage = shared.tile;
   // Until the first tile is ranked, the warps' digit counters hold the tile's counts.
-  static_assert(Shape::warps >= most_passes, "every pass's counts fit the warps' counters");
-  auto& tile_counts = reinterpret_cast<unsigned(&)[most_passes][radix]>(storage.warp_digit_counts);
+  static_assert(Shape::warps >= most_passes<K>, "every pass's counts fit the warps' counters");
+  auto& tile_counts = reinterpret_cast<pass_digit_counts<K>(&)[1]>(storage.rank.warp_digit_counts);
   const unsigned tile = blockIdx.x;
   const radix_passes passes = sort.passes;
 
   // The tile's digits, every pass's, added to the totals.
   for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads)
-    (&tile_counts[0][0])[i] = 0;
+    (&tile_counts[0][0][0])[i] = 0;
   __syncthreads();
+  radix_digit<K> digits[most_passes<K>];
+  digits_of_passes(passes, sort.ord, sort.end_bit, digits);
+  // A key a thread in flight: the counting step holds its keys in registers, which the
+  // sort's tile then needs (with a tile's keys at once, 96 to 132 bytes spilled a thread).
   const std::size_t first = std::size_t(tile) * Shape::tile_items;
   const std::size_t end = min(sort.n, first + Shape::tile_items);
-  for (std::size_t i = first + threadIdx.x; i < end; i += Shape::threads) {
-    const K key = sort.keys_from[0][i];
-    for (int p = 0; p < passes.count; ++p)
-      atomicAdd(&tile_counts[p][passes.digit<K>(p, sort.ord, sort.end_bit)(key)], 1u);
+  for (std::size_t keys_first = first; keys_first < end; keys_first += Shape::threads) {
+    count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, passes.count,
+                                         tile_counts[0]);
   }
   __syncthreads();
-  for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads) {
-    const unsigned count = (&tile_counts[0][0])[i];
-    if (count != 0) atomicAdd(&sort.counts[i], count);
-  }
+  add_digit_totals<Shape::threads>(tile_counts, passes.count, sort.counts);
   cooperative_groups::this_grid().sync();
 
   for (int p = 0; p < passes.count; ++p) {
@@ -143,7 +142,7 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
   call.check(cudaMemsetAsync(scratch.data(), 0, scratch_bytes, call.stream()), "cudaMemsetAsync");
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   one_launch_sort_args<K, V> sort{};
-  for (int pass = 0; pass < std::min(passes.count, sort.most_passes); ++pass) {
+  for (int pass = 0; pass < passes.count; ++pass) {
     sort.keys_from[pass] = buffers.keys_from(pass);
     sort.keys_to[pass] = buffers.keys_to(pass);
     sort.values_from[pass] = buffers.values_from(pass);

@@ -11,6 +11,7 @@
 #include "../core/error.cuh"
 #include "../core/launch.cuh"
 #include "../core/no_values.cuh"
+#include "../core/radix_rank.cuh"
 #include "../core/warp.cuh"
 #include "plan.cuh"
 #include "tile.cuh"
@@ -55,9 +56,10 @@ __global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     clear_tile_storage(storage);
     __syncthreads();
     unsigned ranks[items];
-    rank_in_warps<Shape, false>(keys, n, digit, storage, ranks);
+    rank_in_warps<items, false>([&](int i) { return digit(keys[i]); }, n, digit.mask, storage.rank,
+                                storage.lanes, ranks);
     __syncthreads();
-    add_tile_starts(storage, tile_digit_count(storage, n, digit.mask));
+    add_tile_starts(storage.rank, tile_digit_count(storage.rank, n, digit.mask));
     __syncthreads();
     stage_in_digit_order<Shape, false>(keys, n, values, ranks, storage);
     __syncthreads();

@@ -3,15 +3,16 @@
 //
 //   load_tile_keys         the tile's keys (and values) into registers
 //   rank_in_warps          each key's rank among its warp's keys of its digit    } the block
-//   tile_digit_count       the tile's count of each digit, published at once     } radix
-//   add_tile_starts        each warp's first position of each digit in the tile  } rank
+//   tile_digit_count       the tile's count of each digit, published at once     } radix rank
+//   add_tile_starts        each warp's first position of each digit in the tile  }
 //   stage_in_digit_order   keys (and values) staged in shared memory in digit order
 //   look_back_digit_starts where each digit's keys go: the tiles before, thread d walking back
 //                          through their published counts of digit d
 //   scatter_staged         consecutive staged keys of a digit to consecutive places
 //
-// A tile's keys are warp-striped: warp w holds items w x 32 x items + i x 32 + lane, so that
-// the order (warp, i, lane) is input order and ranking in it keeps the sort stable.
+// The block radix rank is core's (core/radix_rank.cuh). A tile's keys are warp-striped, as
+// it takes them: warp w holds items w x 32 x items + i x 32 + lane, so that the order
+// (warp, i, lane) is input order and ranking in it keeps the sort stable.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,7 @@
 #include "../core/block.cuh"
 #include "../core/launch.cuh"
 #include "../core/no_values.cuh"
+#include "../core/radix_rank.cuh"
 #include "../core/shared_storage.cuh"
 #include "../core/warp.cuh"
 #include "plan.cuh"
@@ -70,12 +72,11 @@ struct onesweep_pass {
   unsigned long long* next_starts;   // the next portion's, or null
 };
 
-// Shared memory of one tile. While the tile ranks its keys, each warp finds the lanes that
-// share a digit through masks of lanes, one a digit, in two sets that items alternate
-// between; the keys are staged in the same bytes afterwards.
+// Shared memory of one tile: the block radix rank's, and the keys staged in the bytes of its
+// lane masks once the warps have ranked them.
 template <class Shape, class K, class V>
 struct tile_storage {
-  unsigned warp_digit_counts[Shape::warps][radix];
+  radix_rank_storage<Shape::warps, radix> rank;
   // Where the staged key (and value) at r of digit d goes: the address of r = 0 were the
   // digit's places to run on down, as an integer (it can lie below the output), so that a
   // place costs one multiply-add.
@@ -86,10 +87,9 @@ struct tile_storage {
     uninitialized_array<value_or_char<V>, has_values_of<V> ? Shape::tile_items : 1> values;
   };
   union {
-    unsigned lanes_of_digit[2][Shape::warps][radix];
+    radix_rank_lanes<Shape::warps, radix> lanes;
     staging staged;
   };
-  block_sum_storage<radix / 32, unsigned> digit_sums;
   unsigned tile;  // the onesweep kernel's ticket
 };
 
@@ -101,13 +101,10 @@ __device__ Storage& dynamic_shared_storage() {
   return *reinterpret_cast<Storage*>(tile_bytes);
 }
 
-// Zeroes the warps' digit counters and lane masks; a barrier must follow before sort_tile.
+// Zeroes the rank's counters and lane masks; a barrier must follow before sort_tile.
 template <class Shape, class K, class V>
 __device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
-  for (int i = int(threadIdx.x); i < Shape::warps * radix; i += Shape::threads)
-    (&storage.warp_digit_counts[0][0])[i] = 0;
-  for (int i = int(threadIdx.x); i < 2 * Shape::warps * radix; i += Shape::threads)
-    (&storage.lanes_of_digit[0][0][0])[i] = 0;
+  clear_radix_rank<Shape::threads>(storage.rank, storage.lanes);
 }
 
 // Keys and values in registers; past the end of the input, padding of the last digit, which
@@ -138,78 +135,6 @@ __device__ __forceinline__ void load_tile_keys(const onesweep_pass<K, V>& pass,
   }
 }
 
-// ---- The block radix rank ----------------------------------------------------------------------
-
-// Each key's rank among the warp's keys of its digit, counted in the warp's own counters,
-// and the digit above it (ranks stay below 2^16): one register a key holds both. Items at
-// or past `valid` are padding of the last digit, which ranks after every real key; a warp's
-// rows of 32 items wholly past it are left out (only the row that `valid` cuts is ranked
-// with padding), so that a part-filled tile ranks few more items than it holds.
-template <class Shape, bool Full, class K, class V>
-__device__ __forceinline__ void rank_in_warps(const K (&keys)[Shape::items], unsigned valid,
-                                              const radix_digit<K>& digit,
-                                              tile_storage<Shape, K, V>& storage,
-                                              unsigned (&ranks)[Shape::items]) {
-  const int warp = int(threadIdx.x / 32);
-  const int lane = lane_id();
-  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
-  unsigned* const counts = storage.warp_digit_counts[warp];
-#pragma unroll
-  for (int i = 0; i < Shape::items; ++i) {
-    const unsigned row_first = warp_first + unsigned(i * 32);
-    if (!Full && row_first >= valid) break;
-    const unsigned d = Full || row_first + unsigned(lane) < valid ? digit(keys[i]) : digit.mask;
-    // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
-    // all have, and clears it before the set comes round again (two items on). Shared
-    // memory atomics take fewer issue slots than eight ballots, which the integer pipe
-    // bounds. The lanes read the warp's count of the digit together and the lowest one
-    // moves it on: the next item reads it only after the next __syncwarp.
-    unsigned* const masks = storage.lanes_of_digit[i % 2][warp];
-    atomicOr(&masks[d], 1u << lane);
-    __syncwarp();
-    const unsigned peers = masks[d];
-    const unsigned before = counts[d];
-    __syncwarp();
-    masks[d] = 0;
-    const unsigned below = unsigned(__popc(int(peers & ((1u << lane) - 1u))));
-    if (below == 0) counts[d] = before + unsigned(__popc(int(peers)));  // the lowest lane
-    ranks[i] = (before + below) | d << 16;
-  }
-}
-
-// Thread d < radix: the tile's count of digit d, the padding ranked in the row that `valid`
-// cuts left out; the warps' counts become their first positions among the tile's keys of
-// digit d.
-template <class Shape, class K, class V>
-__device__ __forceinline__ unsigned tile_digit_count(tile_storage<Shape, K, V>& storage,
-                                                     unsigned valid, unsigned last_digit) {
-  const unsigned d = threadIdx.x;
-  unsigned tile_count = 0;
-  if (d < radix) {
-    for (int w = 0; w < Shape::warps; ++w) {
-      const unsigned c = storage.warp_digit_counts[w][d];
-      storage.warp_digit_counts[w][d] = tile_count;
-      tile_count += c;
-    }
-    if (d == last_digit) tile_count -= (32u - valid % 32u) % 32u;
-  }
-  return tile_count;
-}
-
-// The tile's digit starts (thread d's returned) added to the warps' first positions: each
-// warp's first position of each digit in the tile's digit order.
-template <class Shape, class K, class V>
-__device__ __forceinline__ unsigned add_tile_starts(tile_storage<Shape, K, V>& storage,
-                                                    unsigned tile_count) {
-  const unsigned d = threadIdx.x;
-  const unsigned tile_start = block_exclusive_sum(d < radix ? tile_count : 0u, storage.digit_sums);
-  if (d < radix) {
-    for (int w = 0; w < Shape::warps; ++w)
-      storage.warp_digit_counts[w][d] += tile_start;
-  }
-  return tile_start;
-}
-
 // ---- Staging and scattering -------------------------------------------------------------------
 
 // Keys (and values) staged in the tile's digit order; rows wholly past `valid` were not
@@ -224,7 +149,7 @@ __device__ __forceinline__ void stage_in_digit_order(const K (&keys)[Shape::item
 #pragma unroll
   for (int i = 0; i < Shape::items; ++i) {
     if (!Full && warp_first + unsigned(i * 32) >= valid) break;
-    const unsigned rank = (ranks[i] & 0xFFFFu) + storage.warp_digit_counts[warp][ranks[i] >> 16];
+    const unsigned rank = tile_position(storage.rank, warp, ranks[i]);
     storage.staged.keys[int(rank)] = keys[i];
     if constexpr (has_values_of<V>) storage.staged.values[int(rank)] = values[i];
   }
@@ -311,7 +236,6 @@ template <class Shape, bool FromL2, bool Full, class K, class V>
 __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
                              tile_storage<Shape, K, V>& storage) {
   static_assert(Shape::threads >= radix, "a thread a digit");
-  static_assert(Shape::tile_items <= 65536, "a rank and its digit share a register");
   const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;
   const unsigned valid =
       Full ? unsigned(Shape::tile_items)
@@ -320,16 +244,17 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
   value_or_char<V> values[Shape::items];
   load_tile_keys<Shape, FromL2, Full>(pass, tile_first, valid, keys, values);
   unsigned ranks[Shape::items];
-  rank_in_warps<Shape, Full>(keys, valid, pass.digit, storage, ranks);
+  rank_in_warps<Shape::items, Full>([&](int i) { return pass.digit(keys[i]); }, valid,
+                                    pass.digit.mask, storage.rank, storage.lanes, ranks);
   __syncthreads();
 
   // Thread d: the tile's count of digit d, published at once.
-  const unsigned tile_count = tile_digit_count(storage, valid, pass.digit.mask);
+  const unsigned tile_count = tile_digit_count(storage.rank, valid, pass.digit.mask);
   if (threadIdx.x < radix) {
     atomicExch(&pass.published[std::size_t(tile) * radix + threadIdx.x],
                (tile == 0 ? count_inclusive : count_aggregate) | tile_count);
   }
-  const unsigned tile_start = add_tile_starts(storage, tile_count);
+  const unsigned tile_start = add_tile_starts(storage.rank, tile_count);
   __syncthreads();
   stage_in_digit_order<Shape, Full>(keys, valid, values, ranks, storage);
   look_back_digit_starts(pass, tile, tile_count, tile_start, storage);
