@@ -351,7 +351,7 @@ __device__ __forceinline__ void add_block_counts(const Job& job,
 }
 
 template <histogram_tier Tier, class Job>
-__global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::blocks_per_sm)
+__global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::min_blocks_per_sm)
     histogram_kernel(const Job job) {
   using Sample = typename Job::sample_type;
   using Weight = typename Job::weight_type;

@@ -65,7 +65,8 @@ struct reduce_tile_shape : Tuning {
 // bytes, twice the warps hide the combining, 1.02-1.07x as fast from 2^22 to 2^26 i32 items
 // (the same at 2^20). Larger items keep 256 threads with 128 bytes, whose registers fit them.
 template <class T>
-using reduce_tuning = std::conditional_t<sizeof(T) <= 8, tuning<512, 64, 4>, tuning<256, 128, 4>>;
+using reduce_tuning =
+    std::conditional_t<sizeof(T) <= 8, tuning<512, 64, 4, 4>, tuning<256, 128, 4, 4>>;
 // Small inputs, up to 512 KB, take one block, which needs no memory for block results: up
 // to 64 KB one of 256 threads, whose start and combining cost less (2^10 i32 items: 7.7 us
 // a call against 10.0 us with 1024 threads, 2^14: 8.4 against 9.3 us), above it one of 1024
@@ -154,8 +155,7 @@ void launch_reduce(const T* in, std::size_t n, Result result, Op op, const call_
     return;
   }
   const std::size_t tiles = ceil_div(n, shape::tile_items);
-  const unsigned blocks = unsigned(
-      std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * shape::blocks_per_sm));
+  const unsigned blocks = grid_stride_blocks<shape>(tiles, 1, call.limits());
   stream_scratch memory(block_results<T>::bytes_for(blocks), ticket_and_values, call);
   reduce_tiles_kernel<shape, reorder, Aligned><<<blocks, shape::threads, 0, call.stream()>>>(
       in, n, block_results<T>{memory.data()}, result, op);
@@ -168,7 +168,7 @@ void launch_reduce(const T* in, std::size_t n, Result result, Op op, const call_
 // several write one result each to `results`, and the last of them writes the start and then
 // the results in order.
 template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, Result result,
                         Op op) {
   constexpr int vec = Shape::vec;

@@ -193,7 +193,7 @@ namespace detail {
 
 // Whole rows moved unit by unit: 256 threads, one 16-byte unit each a step, 8 blocks an SM
 // in the grid (not measured against other shapes).
-using permute_rows_tuning = tuning<256, 16, 8>;
+using permute_rows_tuning = tuning<256, 16, 8, 8>;
 
 template <class T, bool AlignedIn, bool AlignedOut>
 __global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
@@ -285,9 +285,8 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
     rows.batch_in_stride[d] /= unit;
   const std::size_t row_units = plan.row_length / unit;
   const std::size_t total = plan.count / unit;
-  const unsigned blocks = unsigned(std::min<std::size_t>(
-      ceil_div(total, std::size_t(permute_rows_tuning::threads)),
-      std::size_t(call.limits().sm_count) * permute_rows_tuning::blocks_per_sm));
+  const unsigned blocks =
+      grid_stride_blocks<permute_rows_tuning>(total, permute_rows_tuning::threads, call.limits());
   if (vectors) {
     permute_rows_kernel<<<blocks, permute_rows_tuning::threads, 0, call.stream()>>>(
         reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), row_units, total, rows);
@@ -323,7 +322,7 @@ __device__ tile_place place_of_tile(std::size_t t, const plane_layout& layout, u
 // A block a tile: its loads all in flight at once, and the blocks many (few registers and
 // threads each), so that while some wait on loads others write.
 template <class T, bool AlignedIn, bool AlignedOut>
-__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::blocks_per_sm)
+__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::min_blocks_per_sm)
     transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
                             unsigned plane_tiles, std::size_t tiles, const T* in_end) {
   using tile = transpose_tile<T>;
@@ -351,7 +350,7 @@ __device__ inline std::size_t first_pair_of_row(std::size_t r, std::size_t tiles
 // Each block swaps tile (r, c) with tile (c, r), both transposed; a diagonal tile is
 // transposed where it is.
 template <class T, bool Aligned>
-__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::blocks_per_sm)
+__global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::min_blocks_per_sm)
     transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side, std::size_t pairs) {
   using tile = transpose_tile<T>;
   constexpr int side = tile::side;
@@ -385,7 +384,8 @@ __global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>:
 // Unit i of `out` (units in output order) comes from the same unit of row i / row_units,
 // found through the row axes' input strides.
 template <class U>
-__global__ void __launch_bounds__(permute_rows_tuning::threads, permute_rows_tuning::blocks_per_sm)
+__global__ void __launch_bounds__(permute_rows_tuning::threads,
+                                  permute_rows_tuning::min_blocks_per_sm)
     permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
                         plane_layout rows) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;

@@ -12,19 +12,28 @@
 
 namespace ppat::detail {
 
-// Every kernel's launch policy, in one form: threads a block, the bytes of input a thread
-// holds in flight (in registers, or staged for it in shared memory), and the blocks an SM must
-// fit, asked of the compiler by __launch_bounds__ (0: the compiler's choice). Each kernel
-// derives its shape (rows, items, tile sides) from its policy, and the measurement that
-// chose a policy sits beside the line that names it.
-template <int Threads, int BytesPerThread, int BlocksPerSM>
+// Every kernel's launch policy, in one form, one meaning a knob:
+//   Threads            threads a block
+//   BytesPerThread     bytes of input a thread holds in flight (in registers, or staged for
+//                      it in shared memory); each kernel's shape derives its rows, items or
+//                      tile sides from it
+//   MinBlocksPerSM     blocks an SM must fit, asked of the compiler by __launch_bounds__
+//                      (0: the compiler's choice)
+//   GridBlocksPerSM    for a kernel whose blocks loop over the input (a grid-stride loop):
+//                      the blocks an SM its grid holds, at most; 0 for a kernel with a block
+//                      a tile
+// Retuning a kernel is editing the one line that names its policy, where the measurement
+// that chose it sits.
+template <int Threads, int BytesPerThread, int MinBlocksPerSM, int GridBlocksPerSM = 0>
 struct tuning {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "whole warps, within a block's limit");
-  static_assert(BytesPerThread > 0 && BlocksPerSM >= 0, "a thread holds something");
+  static_assert(BytesPerThread > 0, "a thread holds something");
+  static_assert(MinBlocksPerSM >= 0 && GridBlocksPerSM >= 0, "counts of blocks");
   static constexpr int threads = Threads;
   static constexpr int warps = Threads / 32;
   static constexpr int bytes_per_thread = BytesPerThread;
-  static constexpr int blocks_per_sm = BlocksPerSM;
+  static constexpr int min_blocks_per_sm = MinBlocksPerSM;
+  static constexpr int grid_blocks_per_sm = GridBlocksPerSM;
 
   // Groups of `group_bytes` (a vector of items, a key with its value) that a thread's bytes
   // hold: at least one, at most `most`.
@@ -37,13 +46,22 @@ __host__ __device__ constexpr std::size_t ceil_div(std::size_t a, std::size_t b)
   return (a + b - 1) / b;
 }
 
-// Blocks for a grid-stride loop over `items`: enough for `blocks_per_sm` resident blocks on
-// every SM, never more than the items need. Always at least one.
-inline unsigned grid_stride_blocks(std::size_t items, int threads, const device_limits& limits,
-                                   int blocks_per_sm) {
-  const std::size_t wanted = ceil_div(std::max<std::size_t>(items, 1), threads);
+// Blocks for a grid-stride loop over `items`, `items_per_block` a block a step: enough for
+// `blocks_per_sm` resident blocks on every SM, never more than the items need. Always at
+// least one.
+inline unsigned grid_stride_blocks(std::size_t items, std::size_t items_per_block,
+                                   const device_limits& limits, int blocks_per_sm) {
+  const std::size_t wanted = ceil_div(std::max<std::size_t>(items, 1), items_per_block);
   const std::size_t resident = std::size_t(limits.sm_count) * blocks_per_sm;
   return unsigned(std::min(wanted, resident));
+}
+
+// The same, for a kernel whose tuning names its grid.
+template <class Tuning>
+unsigned grid_stride_blocks(std::size_t items, std::size_t items_per_block,
+                            const device_limits& limits) {
+  static_assert(Tuning::grid_blocks_per_sm > 0, "a grid-stride kernel's tuning names its grid");
+  return grid_stride_blocks(items, items_per_block, limits, Tuning::grid_blocks_per_sm);
 }
 
 // Blocks of `block` threads covering cols along x and rows along y, capped at the launch

@@ -92,7 +92,8 @@ __global__ void merge_partitions_kernel(const K* a_keys, std::size_t a_count, co
 // count, so that a warp's reads and writes of them fall in different banks: 16 apart, they
 // hit the same banks, and the merge ran at 40% of a copy's bandwidth, bound by shared memory.
 template <class K, class V>
-__global__ void __launch_bounds__(merge_tuning<K, V>::threads, merge_tuning<K, V>::blocks_per_sm)
+__global__ void __launch_bounds__(merge_tuning<K, V>::threads,
+                                  merge_tuning<K, V>::min_blocks_per_sm)
     merge_pair_kernel(const K* a_keys, const V* a_values, std::size_t a_count, const K* b_keys,
                       const V* b_values, std::size_t b_count, const std::size_t* a_taken,
                       K* keys_out, V* values_out, order ord) {

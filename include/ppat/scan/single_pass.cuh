@@ -81,7 +81,7 @@ struct scan_start {
 };
 
 template <class Shape, class Source>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     single_pass_scan_kernel(Source source, std::size_t n,
                             lookback_state<typename Source::item> state,
                             scan_start<typename Source::item> start) {

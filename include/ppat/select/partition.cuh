@@ -22,7 +22,7 @@ struct reverse_shape : tuning<256, 64, 0> {
 };
 
 template <class T>
-__global__ void __launch_bounds__(reverse_shape<T>::threads, reverse_shape<T>::blocks_per_sm)
+__global__ void __launch_bounds__(reverse_shape<T>::threads, reverse_shape<T>::min_blocks_per_sm)
     reverse_rejected_kernel(T* out, const std::size_t* num_selected, std::size_t n) {
   constexpr int threads = reverse_shape<T>::threads;
   constexpr int items = reverse_shape<T>::items;

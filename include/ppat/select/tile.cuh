@@ -359,7 +359,7 @@ __device__ __forceinline__ void write_run_lengths(
 
 // The steps, in order.
 template <class Shape, bool Partition, bool Aligned, class T, class V, class Count, class Rule>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     select_kernel(select_buffers<T, V, Count, Rule> io, lookback_state<select_tally> state) {
   using storage_type = select_tile_storage<Shape, T, V, Count>;
   static_assert(sizeof(storage_type) <= 48 * 1024, "a tile's shared memory needs no opt-in");

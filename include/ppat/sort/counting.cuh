@@ -35,7 +35,7 @@ constexpr std::size_t fill_block_bytes = fill_tuning::threads * fill_tuning::byt
 // and empty runs between (8 or 16 steps at most; none inside one long run). A vector that
 // one run covers is stored as is; one that meets several is assembled key by key.
 template <class K>
-__global__ void __launch_bounds__(fill_tuning::threads, fill_tuning::blocks_per_sm)
+__global__ void __launch_bounds__(fill_tuning::threads, fill_tuning::min_blocks_per_sm)
     fill_runs_kernel(const unsigned long long* starts, K* out, std::size_t n, bool descending) {
   constexpr int bins = 1 << (8 * sizeof(K));
   constexpr int lowest = std::is_signed_v<K> ? -bins / 2 : 0;

@@ -61,7 +61,7 @@ struct one_launch_storage {
 };
 
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
   auto& shared = dynamic_shared_storage<one_launch_storage<Shape, K, V>>();
   auto& storage = shared.tile;

@@ -34,7 +34,7 @@ using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 // Keys warp-striped as in sort/tile.cuh; after each pass a thread takes back the keys (and
 // values) at its positions of the staged digit order, which keeps the next pass stable.
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     one_tile_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                          unsigned n, radix_passes passes, order ord, int end_bit) {
   constexpr int items = Shape::items;

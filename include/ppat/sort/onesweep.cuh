@@ -49,7 +49,7 @@ using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>>;
 // blocks an SM. Not measured against other shapes: the counting is bound by shared-memory
 // atomics (about an eighth of the sort under Nsight Compute; docs/patterns.md).
 template <class K>
-struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4> {
+struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4, 4> {
   static constexpr int keys = digit_count_tuning::bytes_per_thread / int(sizeof(K));
 };
 
@@ -82,7 +82,7 @@ struct digit_count_storage {
 // the last block to finish turns the totals into each digit's first output position, for
 // every pass.
 template <class Tuning, class K>
-__global__ void __launch_bounds__(Tuning::threads, Tuning::blocks_per_sm)
+__global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
                         onesweep_scratch scratch) {
   constexpr int threads = Tuning::threads;
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::blocks_per_sm)
 // ---- One pass ------------------------------------------------------------------------------
 
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     onesweep_kernel(onesweep_pass<K, V> pass) {
   auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
   if (threadIdx.x == 0) storage.tile = take_ticket(pass.tile_counter, pass.tiles);
@@ -154,8 +154,7 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
 
   using counting = digit_count_tuning<K>;
   digit_counts_kernel<counting>
-      <<<grid_stride_blocks(n, counting::threads * counting::keys, call.limits(),
-                            counting::blocks_per_sm),
+      <<<grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
          counting::threads, 0, call.stream()>>>(keys_in, n, passes, ord, end_bit, scratch);
   check_launch(call.function(), "digit_counts_kernel");
 

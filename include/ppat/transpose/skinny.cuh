@@ -107,7 +107,7 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const cal
 // pieces of the k rows of `in` become one contiguous run of `out`. Shared memory holds the
 // span as the flat side does: long index x (from x0), short index p at x * k + p.
 template <class T, bool FlatIn, bool AlignedPieces>
-__global__ void __launch_bounds__(skinny_shape::threads, skinny_shape::blocks_per_sm)
+__global__ void __launch_bounds__(skinny_shape::threads, skinny_shape::min_blocks_per_sm)
     transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
                             unsigned plane_spans, std::size_t spans) {
   extern __shared__ uint4 flat[];
