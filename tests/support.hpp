@@ -5,14 +5,17 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -70,7 +73,11 @@ void capture_and_replay(cudaStream_t stream, Record record, Prepare prepare, Che
 }
 
 // Under compute-sanitizer, ten to a hundred times slower, the suite runs with
-// PPAT_TEST_MAX_ITEMS set: cases with more items are skipped (and the huge tests filtered).
+// PPAT_TEST_MAX_ITEMS set (and the huge tests filtered). One rule for cases with more items:
+// they are left out, and the log says so. A test whose body is one such case skips
+// (PPAT_SKIP_OVER_ITEM_BUDGET), so that it reports SKIPPED, not passed; a test of many cases
+// leaves out those over the budget (`if (over_item_budget(n)) continue;`), and its first one
+// writes a line to the log. fits_item_budget alone is for tests that shrink a case instead.
 inline bool fits_item_budget(std::size_t items) {
   static const std::size_t budget = [] {
     const char* text = std::getenv("PPAT_TEST_MAX_ITEMS");
@@ -78,6 +85,29 @@ inline bool fits_item_budget(std::size_t items) {
   }();
   return items <= budget;
 }
+
+inline bool over_item_budget(std::size_t items) {
+  if (fits_item_budget(items)) return false;
+  static std::mutex mutex;
+  static std::string last_test;
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string test =
+      info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "";
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (test != last_test) {
+    last_test = test;
+    std::printf(
+        "[ over budget ] %s: cases over PPAT_TEST_MAX_ITEMS left out (the first: %zu "
+        "items)\n",
+        test.c_str(), items);
+    std::fflush(stdout);
+  }
+  return true;
+}
+
+#define PPAT_SKIP_OVER_ITEM_BUDGET(items)    \
+  if (!::ppat_test::fits_item_budget(items)) \
+  GTEST_SKIP() << (items) << " items, over PPAT_TEST_MAX_ITEMS (the sanitizers' budget)"
 
 // Seconds a test may take before it counts as hung: instrumented runs (PPAT_TEST_MAX_ITEMS
 // set, under compute-sanitizer) are ten to a hundred times slower.
@@ -261,6 +291,38 @@ long long first_mismatch(const std::vector<T>& actual, const std::vector<T>& exp
     if (std::memcmp(&actual[i], &expected[i], sizeof(T)) != 0) return (long long)i;
   }
   return -1;
+}
+
+// `values` placed `shift` items into a buffer's worth of zeros `extra` items longer: to be
+// uploaded to a buffer whose data then starts `shift` items past its alignment.
+template <class T>
+std::vector<T> placed_at(const std::vector<T>& values, std::size_t shift, std::size_t extra) {
+  std::vector<T> padded(values.size() + extra, T(0));
+  std::copy(values.begin(), values.end(), padded.begin() + std::ptrdiff_t(shift));
+  return padded;
+}
+
+// Float results whose bits must not depend on where the buffers lie, only on the input:
+// `run(placement)` computes them (a host vector) with its buffers placed as `placement` says
+// (items past 16-byte alignment, of its choosing), and every placement's results must be the
+// first's, bit for bit, none of them NaN (which the poison would leave). `describe` names a
+// placement in a failure.
+template <class Placement, class Run, class Describe>
+void expect_same_bits_wherever(const std::vector<Placement>& placements, Run run,
+                               Describe describe) {
+  using results = decltype(run(placements.front()));
+  results first;
+  for (std::size_t p = 0; p < placements.size(); ++p) {
+    results got = run(placements[p]);
+    if (p == 0) {
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_FALSE(std::isnan(double(got[i]))) << describe(placements[p]) << ", item " << i;
+      first = std::move(got);
+    } else {
+      EXPECT_EQ(first_mismatch(got, first), -1)
+          << describe(placements[p]) << ", against " << describe(placements[0]);
+    }
+  }
 }
 
 }  // namespace ppat_test

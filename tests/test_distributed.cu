@@ -311,7 +311,7 @@ void sorts_on(int ranks, std::size_t total) {
           for (bool in_place : {false, true}) {
             const bool typical = shards == layout::uneven && kind == keys_kind::ties;
             if (large && !typical && (ord == ppat::order::descending || !balanced)) continue;
-            if (!ppat_test::fits_item_budget(total) && !(typical && balanced)) continue;
+            if (!(typical && balanced) && ppat_test::over_item_budget(total)) continue;
             sort_on(group, total, sort_case{shards, kind, balanced, ord, in_place});
           }
         }

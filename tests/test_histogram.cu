@@ -58,7 +58,7 @@ template <class Counter, class Sample, class Level>
 void check_histogram(const std::vector<Sample>& samples, int num_bins, Level lower, Level upper,
                      const std::string& what,
                      const std::vector<rung>& which = {std::begin(rungs), std::end(rungs)}) {
-  if (!ppat_test::fits_item_budget(samples.size())) return;
+  if (ppat_test::over_item_budget(samples.size())) return;
   const auto expected = ppat_reference::histogram_even<Counter>(samples, num_bins, lower, upper);
   device_buffer<Sample> input(samples);
   for (rung r : which) {
@@ -272,7 +272,7 @@ TEST(histogram_even, packed_counters_wrap) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = std::size_t{1} << 26;
-  if (!ppat_test::fits_item_budget(n)) return;
+  if (ppat_test::over_item_budget(n)) return;
   const int bins = 60001;  // odd: the last bin is a low half
   const auto picks = uniform<int>(n, 0, 9);
   auto samples = uniform<int>(n, -5, bins + 5);
@@ -294,7 +294,7 @@ void check_sizes_and_offsets(int bins, long long low, long long high) {
     counts.push_back(n);
   counts.push_back(1000003);
   for (std::size_t n : counts) {
-    if (!ppat_test::fits_item_budget(n)) continue;
+    if (ppat_test::over_item_budget(n)) continue;
     const auto samples = uniform<Sample>(n + offsets, low, high);
     device_buffer<Sample> input(samples);
     for (int offset = 0; offset < offsets; ++offset) {
@@ -323,7 +323,7 @@ TEST(histogram_even, huge_u8_above_2_pow_32_with_64_bit_counters) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 32) + 4099;
-  if (!ppat_test::fits_item_budget(n)) return;
+  if (ppat_test::over_item_budget(n)) return;
   std::vector<std::uint8_t> samples(n);
   for (std::size_t i = 0; i < n; i += 8) {
     const std::uint64_t bits = ppat_test::rng()();
@@ -359,7 +359,7 @@ std::vector<Level> random_levels(int bins, Level first, long long max_gap) {
 template <class Counter, class Sample, class Level>
 void check_range(const std::vector<Sample>& samples, const std::vector<Level>& levels,
                  const std::string& what) {
-  if (!ppat_test::fits_item_budget(samples.size())) return;
+  if (ppat_test::over_item_budget(samples.size())) return;
   const int bins = int(levels.size()) - 1;
   SCOPED_TRACE(what + " bins=" + std::to_string(bins));
   device_buffer<Sample> input(samples);
@@ -403,7 +403,7 @@ template <int Channels, int Active, class Sample, class Counter, class Level>
 void check_multi(std::size_t num_pixels, long long low, long long high,
                  const std::array<int, Active>& bins, const std::array<Level, Active>& lower,
                  const std::array<Level, Active>& upper, const std::string& what) {
-  if (!ppat_test::fits_item_budget(num_pixels * Channels)) return;
+  if (ppat_test::over_item_budget(num_pixels * Channels)) return;
   const auto pixels = uniform<Sample>((num_pixels + 1) * Channels + 1, low, high);
   device_buffer<Sample> input(pixels);
   for (std::size_t offset : {std::size_t{0}, std::size_t{Channels}, std::size_t{1}}) {
@@ -464,7 +464,7 @@ template <class Counter, class Sample, class Weight, class Level>
 void check_weighted(const std::vector<Sample>& samples, const std::vector<Weight>& weights,
                     std::size_t weight_offset, int bins, Level lower, Level upper, double tolerance,
                     const std::string& what) {
-  if (!ppat_test::fits_item_budget(samples.size())) return;
+  if (ppat_test::over_item_budget(samples.size())) return;
   SCOPED_TRACE(what + " n=" + std::to_string(samples.size()) + " bins=" + std::to_string(bins) +
                " weight offset=" + std::to_string(weight_offset));
   std::vector<Weight> shifted(weight_offset, Weight(0));

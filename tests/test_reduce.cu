@@ -22,7 +22,7 @@ using ppat_test::device_buffer;
 // Runs one reduce on `in` and checks the one result against the host reference, exactly.
 template <class T, class Op>
 void check_reduce(const std::vector<T>& in, T init, Op op) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   SCOPED_TRACE("n=" + std::to_string(in.size()));
   device_buffer<T> input(in, /*guard=*/64);
   device_buffer<T> output(1, /*guard=*/64);
@@ -90,7 +90,7 @@ TEST(reduce, non_commutative_over_many_tiles_a_block) {
   PPAT_TRACE_SEED();
   for (std::size_t n :
        {std::size_t{20000}, std::size_t{50001}, std::size_t{3000017}, std::size_t{20000003}}) {
-    if (!ppat_test::fits_item_budget(n)) continue;
+    if (ppat_test::over_item_budget(n)) continue;
     check_reduce(ppat_test::random_affine_maps(n), affine{7u, 2u, 0u}, ppat_test::then{});
     const auto a = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
     const auto b = ppat_test::random_integers<std::uint32_t>(n, 0, 0xFFFFFFFFll);
@@ -131,7 +131,7 @@ TEST(reduce, float_results_are_deterministic) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 30000001;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   std::uniform_real_distribution<float> pick(-1.0f, 1.0f);
   std::vector<float> in(n);
   for (auto& v : in)
@@ -155,23 +155,23 @@ TEST(reduce, float_results_are_deterministic) {
 // blocks and every combination's order depend on n alone.
 template <class T>
 void expect_same_bits_at_every_alignment(std::size_t n) {
-  if (!ppat_test::fits_item_budget(n)) return;
+  if (ppat_test::over_item_budget(n)) return;
   SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + " n=" + std::to_string(n));
   const auto values = ppat_test::spread_floats<T>(n);
   constexpr std::size_t most = 16 / sizeof(T) - 1;  // items short of the next 16 bytes
-  device_buffer<T> input(n + most), results(most + 1);
-  results.poison();
-  for (std::size_t shift = 0; shift <= most; ++shift) {
-    std::vector<T> padded(n + most, T(0));
-    std::copy(values.begin(), values.end(), padded.begin() + shift);
-    input.upload(padded);
-    ppat::reduce(input.data() + shift, results.data() + shift, n, T(0.25));
-  }
-  ppat_test::expect_no_cuda_error();
-  const auto got = results.download();
-  EXPECT_FALSE(std::isnan(got[0]));
-  const std::vector<T> aligned(most + 1, got[0]);
-  EXPECT_EQ(ppat_test::first_mismatch(got, aligned), -1) << "items off 16 bytes";
+  device_buffer<T> input(n + most), result(most + 1);
+  std::vector<std::size_t> shifts(most + 1);
+  std::iota(shifts.begin(), shifts.end(), std::size_t{0});
+  ppat_test::expect_same_bits_wherever(
+      shifts,
+      [&](std::size_t shift) {
+        input.upload(ppat_test::placed_at(values, shift, most));
+        result.poison();
+        ppat::reduce(input.data() + shift, result.data() + shift, n, T(0.25));
+        ppat_test::expect_no_cuda_error();
+        return std::vector<T>{result.download()[shift]};
+      },
+      [](std::size_t shift) { return std::to_string(shift) + " items off 16 bytes"; });
 }
 
 TEST(reduce, float_bits_do_not_depend_on_alignment) {
@@ -188,7 +188,7 @@ TEST(reduce, huge_above_2_pow_32) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 32) + 4099;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   // Bytes whose sum fits 64 bits, reduced as bytes (mod 256) and, through maximum, once
   // more: the largest byte sits at one random place beyond 2^32.
   auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 200);
@@ -275,7 +275,7 @@ void run_rung(rung r, const T* in, T* out, std::size_t n, T init, Op op, cudaStr
 // One rung on `in` from item `offset` on, against the host reference, exactly.
 template <class T, class Op>
 void check_rung(rung r, const std::vector<T>& in, T init, Op op, std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   const std::size_t n = in.size() - offset;
   SCOPED_TRACE(std::string(rung_name(r)) + " n=" + std::to_string(n) +
                " offset=" + std::to_string(offset));
@@ -296,7 +296,7 @@ const std::size_t rung_sizes[] = {0,    1,     2,       3,       4,       5,    
                                   32,   33,    1023,    1024,    1025,    2047,    2048,
                                   2049, 65537, 1048575, 1048576, 1048577, 1050627, 4194319};
 
-TEST(textbook_reduce, i32_plus_at_every_boundary) {
+TEST(reduce_rungs, i32_plus_at_every_boundary) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (rung r : rungs)
@@ -304,7 +304,7 @@ TEST(textbook_reduce, i32_plus_at_every_boundary) {
       check_rung(r, ppat_test::random_integers<int>(n, -1000000, 1000000), -9, ppat::plus{});
 }
 
-TEST(textbook_reduce, types_and_operators) {
+TEST(reduce_rungs, types_and_operators) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (rung r : rungs) {
@@ -330,7 +330,7 @@ TEST(textbook_reduce, types_and_operators) {
 
 // Item-sized loads where the input is not 16-byte aligned (the vector rung), and any start
 // for the others.
-TEST(textbook_reduce, unaligned_input) {
+TEST(reduce_rungs, unaligned_input) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (rung r : rungs) {
@@ -343,7 +343,7 @@ TEST(textbook_reduce, unaligned_input) {
   }
 }
 
-TEST(textbook_reduce, runs_on_a_non_default_stream) {
+TEST(reduce_rungs, runs_on_a_non_default_stream) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 1000003;
@@ -363,7 +363,7 @@ TEST(textbook_reduce, runs_on_a_non_default_stream) {
 }
 
 // Argument checks come before any CUDA call, so these run without a GPU.
-TEST(textbook_reduce_arguments, bad_buffers_are_rejected_naming_the_rung) {
+TEST(reduce_rungs_arguments, bad_buffers_are_rejected_naming_the_rung) {
   int* fake = reinterpret_cast<int*>(std::uintptr_t{1} << 20);  // never dereferenced
   for (rung r : rungs) {
     EXPECT_THROW(run_rung<int>(r, nullptr, fake, 10, 0, ppat::plus{}), std::invalid_argument);

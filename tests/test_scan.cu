@@ -73,7 +73,7 @@ std::vector<T> reference(kind k, const std::vector<T>& in, T init, Op op) {
 // Runs one scan on `in` and checks every output element against the host reference.
 template <class T, class Op>
 void check_scan(rung r, kind k, const std::vector<T>& in, T init, Op op, bool in_place = false) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   SCOPED_TRACE(std::string(name(r)) + " " + name(k) + " n=" + std::to_string(in.size()) +
                (in_place ? " in place" : ""));
   device_buffer<T> input(in, /*guard=*/64);
@@ -486,34 +486,31 @@ TEST(scan, float_results_are_deterministic) {
 // and every combination's order depend on n alone, not on which accesses the buffers allow.
 template <class T>
 void expect_same_bits_at_every_alignment(std::size_t n) {
-  if (!ppat_test::fits_item_budget(n)) return;
+  if (ppat_test::over_item_budget(n)) return;
   SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + " n=" + std::to_string(n));
   const auto values = ppat_test::spread_floats<T>(n);
   constexpr std::size_t most = 16 / sizeof(T) - 1;  // items short of the next 16 bytes
   device_buffer<T> input(n + most), output(n + most);
+  struct shifts {
+    std::size_t in, out;
+  };
+  const std::vector<shifts> placements = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {most, 0}, {most, 1}};
   for (kind k : kinds) {
-    std::vector<T> aligned;
-    for (std::size_t in_shift : {std::size_t{0}, std::size_t{1}, most}) {
-      std::vector<T> padded(n + most, T(0));
-      std::copy(values.begin(), values.end(), padded.begin() + in_shift);
-      input.upload(padded);
-      for (std::size_t out_shift : {std::size_t{0}, std::size_t{1}}) {
-        output.poison();
-        run_scan(rung::single_pass, k, input.data() + in_shift, output.data() + out_shift, n,
-                 T(0.25), ppat::plus{});
-        ppat_test::expect_no_cuda_error();
-        const auto all = output.download();
-        const std::vector<T> got(all.begin() + out_shift, all.begin() + out_shift + n);
-        if (aligned.empty()) {
-          aligned = got;
-          EXPECT_TRUE(std::none_of(got.begin(), got.end(), [](T v) { return std::isnan(v); }));
-        } else {
-          EXPECT_EQ(ppat_test::first_mismatch(got, aligned), -1)
-              << name(k) << ", in " << in_shift << " and out " << out_shift
-              << " items off 16 bytes, against both aligned";
-        }
-      }
-    }
+    ppat_test::expect_same_bits_wherever(
+        placements,
+        [&](shifts at) {
+          input.upload(ppat_test::placed_at(values, at.in, most));
+          output.poison();
+          run_scan(rung::single_pass, k, input.data() + at.in, output.data() + at.out, n, T(0.25),
+                   ppat::plus{});
+          ppat_test::expect_no_cuda_error();
+          const auto all = output.download();
+          return std::vector<T>(all.begin() + at.out, all.begin() + at.out + n);
+        },
+        [&](shifts at) {
+          return std::string(name(k)) + ", in " + std::to_string(at.in) + " and out " +
+                 std::to_string(at.out) + " items off 16 bytes";
+        });
   }
 }
 
@@ -543,7 +540,7 @@ TEST(scan, huge_u8_above_2_pow_32) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 32) + 4099;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   const auto in = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
   device_buffer<std::uint8_t> data(in, /*guard=*/256);
   ppat::inclusive_scan(data.data(), data.data(), n);
@@ -584,7 +581,7 @@ TEST(scan_rungs, captures_into_a_cuda_graph) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 2 * 1048576 + 5;  // three levels: the deepest recursion
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   auto in = ppat_test::random_integers<int>(n, -1000, 1000);
   device_buffer<int> input(in), output(n);
   cudaStream_t stream;

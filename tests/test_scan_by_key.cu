@@ -46,7 +46,7 @@ std::vector<K> run_keys(std::size_t n, std::size_t mean, long long distinct) {
 template <class K, class T, class Op>
 void check_by_key(kind k, const std::vector<K>& keys, const std::vector<T>& in, T init, Op op,
                   bool in_place = false) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   SCOPED_TRACE(std::string(name(k)) + " n=" + std::to_string(in.size()) +
                (in_place ? " in place" : ""));
   device_buffer<K> key_buffer(keys, /*guard=*/64);
@@ -168,7 +168,7 @@ TEST(scan_by_key, float_results_are_deterministic) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 20000003;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   std::uniform_real_distribution<float> pick(-1.0f, 1.0f);
   std::vector<float> in(n);
   for (auto& v : in)
@@ -202,32 +202,27 @@ TEST(scan_by_key, float_bits_do_not_depend_on_alignment) {
   device_buffer<int> key_buffer(n + most);
   device_buffer<float> input(n + most), output(n + most);
   for (kind k : kinds) {
-    std::vector<float> aligned;
-    for (std::size_t shift : {std::size_t{0}, std::size_t{1}, most}) {
-      std::vector<int> padded_keys(n + most, 0);
-      std::vector<float> padded(n + most, 0.0f);
-      std::copy(keys.begin(), keys.end(), padded_keys.begin() + shift);
-      std::copy(values.begin(), values.end(), padded.begin() + shift);
-      key_buffer.upload(padded_keys);
-      input.upload(padded);
-      output.poison();
-      if (k == kind::inclusive) {
-        ppat::inclusive_scan_by_key(key_buffer.data() + shift, input.data() + shift,
-                                    output.data() + shift, n);
-      } else {
-        ppat::exclusive_scan_by_key(key_buffer.data() + shift, input.data() + shift,
-                                    output.data() + shift, n, 0.5f);
-      }
-      ppat_test::expect_no_cuda_error();
-      const auto all = output.download();
-      const std::vector<float> got(all.begin() + shift, all.begin() + shift + n);
-      if (aligned.empty()) {
-        aligned = got;
-      } else {
-        EXPECT_EQ(ppat_test::first_mismatch(got, aligned), -1)
-            << name(k) << ", buffers " << shift << " items off 16 bytes";
-      }
-    }
+    ppat_test::expect_same_bits_wherever(
+        std::vector<std::size_t>{0, 1, most},
+        [&](std::size_t shift) {
+          key_buffer.upload(ppat_test::placed_at(keys, shift, most));
+          input.upload(ppat_test::placed_at(values, shift, most));
+          output.poison();
+          if (k == kind::inclusive) {
+            ppat::inclusive_scan_by_key(key_buffer.data() + shift, input.data() + shift,
+                                        output.data() + shift, n);
+          } else {
+            ppat::exclusive_scan_by_key(key_buffer.data() + shift, input.data() + shift,
+                                        output.data() + shift, n, 0.5f);
+          }
+          ppat_test::expect_no_cuda_error();
+          const auto all = output.download();
+          return std::vector<float>(all.begin() + shift, all.begin() + shift + n);
+        },
+        [&](std::size_t shift) {
+          return std::string(name(k)) + ", buffers " + std::to_string(shift) +
+                 " items off 16 bytes";
+        });
   }
 }
 
@@ -236,7 +231,7 @@ TEST(scan_by_key, huge_above_2_pow_28) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = (std::size_t{1} << 28) + 12347;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "over PPAT_TEST_MAX_ITEMS";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   const auto keys = run_keys<std::uint8_t>(n, 5000, 3);
   const auto in = ppat_test::random_integers<int>(n, -100, 100);
   check_by_key(kind::inclusive, keys, in, 0, ppat::plus{});

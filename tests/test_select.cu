@@ -251,7 +251,7 @@ std::vector<T> run_heads(const std::vector<T>& in) {
 
 template <class T>
 void check_select_if(const std::vector<T>& in, std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   const auto kept = ppat_reference::select(in, [&](std::size_t i) { return odd_key{}(in[i]); });
   expect_kept(in, offset, kept.size(), kept, "select_if", [&](const T* from, T* to, auto count) {
     ppat::select_if(from, to, count, in.size(), odd_key{});
@@ -261,7 +261,7 @@ void check_select_if(const std::vector<T>& in, std::size_t offset = 0) {
 template <class T, class Flag>
 void check_select_flagged(const std::vector<T>& in, const std::vector<Flag>& flags,
                           std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   placed<Flag> flag_buffer(flags, offset);
   const auto kept = ppat_reference::select(in, [&](std::size_t i) { return flags[i] != Flag{}; });
   expect_kept(in, offset, kept.size(), kept, "select_flagged",
@@ -272,7 +272,7 @@ void check_select_flagged(const std::vector<T>& in, const std::vector<Flag>& fla
 
 template <class T>
 void check_partition(const std::vector<T>& in, std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   const auto kept = ppat_reference::select(in, [&](std::size_t i) { return odd_key{}(in[i]); });
   expect_kept(
       in, offset, kept.size(), ppat_reference::stable_partition(in, odd_key{}), "partition",
@@ -284,7 +284,7 @@ void check_partition(const std::vector<T>& in, std::size_t offset = 0) {
 
 template <class T>
 void check_unique(const std::vector<T>& in, std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   const auto kept = run_heads(in);
   expect_kept(in, offset, kept.size(), kept, "unique",
               [&](const T* from, T* to, auto count) { ppat::unique(from, to, count, in.size()); });
@@ -293,7 +293,7 @@ void check_unique(const std::vector<T>& in, std::size_t offset = 0) {
 template <class K, class V>
 void check_unique_by_key(const std::vector<K>& keys, const std::vector<V>& values,
                          std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(keys.size())) return;
+  if (ppat_test::over_item_budget(keys.size())) return;
   const auto starts = ppat_reference::run_starts(keys);
   expect_kept_pairs(keys, values, offset, run_heads(keys),
                     ppat_reference::select(values, [&](std::size_t i) { return bool(starts[i]); }),
@@ -305,7 +305,7 @@ void check_unique_by_key(const std::vector<K>& keys, const std::vector<V>& value
 template <class K, class V, class Op>
 void check_reduce_by_key(const std::vector<K>& keys, const std::vector<V>& values, Op op,
                          std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(keys.size())) return;
+  if (ppat_test::over_item_budget(keys.size())) return;
   expect_kept_pairs(keys, values, offset, run_heads(keys),
                     ppat_reference::reduce_by_key(keys, values, op), "reduce_by_key",
                     [&](const K* k, const V* v, K* k_out, V* v_out, auto count) {
@@ -315,7 +315,7 @@ void check_reduce_by_key(const std::vector<K>& keys, const std::vector<V>& value
 
 template <class T, class Count>
 void check_run_length_encode(const std::vector<T>& in, std::size_t offset = 0) {
-  if (!ppat_test::fits_item_budget(in.size())) return;
+  if (ppat_test::over_item_budget(in.size())) return;
   expect_kept_pairs(in, std::vector<Count>{}, offset, run_heads(in),
                     ppat_reference::run_lengths<T, Count>(in), "run_length_encode",
                     [&](const T* from, const Count*, T* to, Count* lengths, auto count) {
@@ -392,7 +392,7 @@ TEST(select, select_flagged_flag_types) {
     check_select_flagged(items_selected_by<triple>(bits), bytes);
     check_select_flagged(items_selected_by<std::uint8_t>(bits), ints);
     // bool flags, written as bytes of 0 and 1.
-    if (!ppat_test::fits_item_budget(n)) return;
+    if (ppat_test::over_item_budget(n)) return;
     placed<std::int32_t> input(items, 0), output(n, 0);
     device_buffer<bool> flags(n, 64);
     std::vector<unsigned char> raw(n);
@@ -476,7 +476,7 @@ TEST(select, reduce_by_key_float_results_are_deterministic) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 1048579;
-  if (!ppat_test::fits_item_budget(n)) return;
+  if (ppat_test::over_item_budget(n)) return;
   const auto keys = items_in_runs<std::int32_t>(bits_of(pattern::five_percent, n));
   const auto values = ppat_test::spread_floats<float>(n);
   std::vector<float> first;
@@ -633,11 +633,11 @@ TEST(select, stream_and_graph_capture) {
   ppat_test::expect_no_cuda_error();
 }
 
-TEST(textbook_select, scan_then_scatter_is_stable) {
+TEST(select_rungs, scan_then_scatter_is_stable) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for_each_case(few_sizes, [&](std::size_t n, pattern p) {
-    if (!ppat_test::fits_item_budget(n)) return;
+    if (ppat_test::over_item_budget(n)) return;
     const auto in = items_selected_by<float>(bits_of(p, n));
     placed<float> input(in, 0), output(n, 0);
     device_buffer<std::size_t> count(1, 8);
@@ -653,11 +653,11 @@ TEST(textbook_select, scan_then_scatter_is_stable) {
 }
 
 // The order depends on scheduling: the count, and the selected items as a multiset.
-TEST(textbook_select, warp_atomic_selects_the_right_multiset) {
+TEST(select_rungs, warp_atomic_selects_the_right_multiset) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for_each_case(few_sizes, [&](std::size_t n, pattern p) {
-    if (!ppat_test::fits_item_budget(n)) return;
+    if (ppat_test::over_item_budget(n)) return;
     const auto in = items_selected_by<std::uint64_t>(bits_of(p, n));
     placed<std::uint64_t> input(in, 0), output(n, 0);
     device_buffer<std::size_t> count(1, 8);

@@ -294,7 +294,7 @@ void keys_of_type(const char* type) {
         expect_keys_sorted(draw_keys<K>(n, s), ord, case_name(type, ord, s, n));
       }
       for (std::size_t n : large_sizes) {
-        if (!ppat_test::fits_item_budget(n) || sampled_out(n, s)) continue;
+        if (ppat_test::over_item_budget(n) || sampled_out(n, s)) continue;
         if (n != large_sizes[0] && s != spread::uniform_bits && s != spread::specials) continue;
         expect_keys_sorted(draw_keys<K>(n, s), ord, case_name(type, ord, s, n));
       }
@@ -307,7 +307,7 @@ void pairs_of_type(const char* type) {
   for (ppat::order ord : orders) {
     for (spread s : spreads) {
       for (std::size_t n : {std::size_t{2}, std::size_t{4097}, large_sizes[0], large_sizes[3]}) {
-        if (!ppat_test::fits_item_budget(n) || sampled_out(n, s)) continue;
+        if (ppat_test::over_item_budget(n) || sampled_out(n, s)) continue;
         expect_pairs_sorted(draw_keys<K>(n, s), draw_values<std::uint32_t>(n), ord,
                             case_name(type, ord, s, n) + ", index values");
       }
@@ -366,7 +366,7 @@ void pairs_with_values(const char* type) {
       for (std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{2049}, std::size_t{4097},
                             std::size_t{8192}, std::size_t{8193}, std::size_t{299993},
                             large_sizes[1], large_sizes[3]}) {
-        if (!ppat_test::fits_item_budget(n) || sampled_out(n, s)) continue;
+        if (ppat_test::over_item_budget(n) || sampled_out(n, s)) continue;
         expect_pairs_sorted(draw_keys<K>(n, s), draw_values<V>(n), ord, case_name(type, ord, s, n));
       }
     }
@@ -389,7 +389,7 @@ void bit_ranges(const char* type, std::initializer_list<std::pair<int, int>> ran
   for (const auto& [begin_bit, end_bit] : ranges) {
     for (ppat::order ord : orders) {
       for (std::size_t n : {std::size_t{4097}, large_sizes[0], large_sizes[3]}) {
-        if (!ppat_test::fits_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
+        if (ppat_test::over_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
         const std::string what = std::string(type) + " bits [" + std::to_string(begin_bit) + ", " +
                                  std::to_string(end_bit) + ") " + name(ord) +
                                  ", n = " + std::to_string(n);
@@ -475,7 +475,7 @@ void in_place_of_type(const char* type, std::initializer_list<std::pair<int, int
     for (ppat::order ord : orders) {
       for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{4097}, std::size_t{8193},
                             large_sizes[0], large_sizes[3]}) {
-        if (!ppat_test::fits_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
+        if (ppat_test::over_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
         const std::string what = case_name(type, ord, spread::few_distinct, n) + ", bits [" +
                                  std::to_string(begin_bit) + ", " + std::to_string(end_bit) + ")";
         const auto keys = draw_keys<K>(n, spread::few_distinct);
@@ -503,7 +503,7 @@ TEST(sort, in_place) {
 template <class K>
 void counted_keys_into_unaligned_output(const char* type) {
   const std::size_t n = (std::size_t{1} << 21) + 5;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "more items than the sanitizers' budget";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   for (ppat::order ord : orders) {
     for (spread s : {spread::uniform_bits, spread::few_distinct, spread::specials}) {
       SCOPED_TRACE(case_name(type, ord, s, n));
@@ -547,7 +547,7 @@ TEST(sort, stream_and_graph_capture) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::size_t n = 3000017, small = 300007;
-  if (!ppat_test::fits_item_budget(n)) GTEST_SKIP() << "more items than the sanitizers' budget";
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
   device_buffer<std::int32_t> keys_in(n), keys_out(n), small_keys_out(small);
   device_buffer<std::uint32_t> values_in(n), values_out(n);
   cudaStream_t stream;
@@ -623,7 +623,7 @@ void textbook_rungs(const char* type) {
   }
 }
 
-TEST(textbook_sort, both_rungs_are_stable_sorts) {
+TEST(sort_rungs, both_rungs_are_stable_sorts) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   textbook_rungs<std::uint32_t>("u32");

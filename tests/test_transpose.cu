@@ -52,7 +52,7 @@ std::vector<T> random_elements(std::size_t count) {
 
 template <class T>
 void check_transpose(std::size_t rows, std::size_t cols) {
-  if (!ppat_test::fits_item_budget(rows * cols)) return;
+  if (ppat_test::over_item_budget(rows * cols)) return;
   const auto in = random_elements<T>(rows * cols);
   const auto expected = ppat_reference::transpose(in, rows, cols);
   device_buffer<T> input(in, /*guard=*/64);
@@ -288,7 +288,7 @@ TEST(transpose, leading_dimensions_and_alignment) {
 
 template <class T>
 void check_batched(std::size_t batch, std::size_t rows, std::size_t cols) {
-  if (!ppat_test::fits_item_budget(batch * rows * cols)) return;
+  if (ppat_test::over_item_budget(batch * rows * cols)) return;
   SCOPED_TRACE(describe<T>(std::to_string(batch) + " x (" + std::to_string(rows) + " x " +
                            std::to_string(cols) + ")"));
   const auto in = random_elements<T>(batch * rows * cols);
@@ -329,7 +329,7 @@ TEST(transpose, batched) {
 
 template <class T>
 void check_inplace(std::size_t n, std::size_t offset) {
-  if (!ppat_test::fits_item_budget(n * n)) return;
+  if (ppat_test::over_item_budget(n * n)) return;
   SCOPED_TRACE(describe<T>("in place " + std::to_string(n) + " offset " + std::to_string(offset)));
   const auto in = random_elements<T>(n * n + offset);
   const std::vector<T> matrix(in.begin() + offset, in.end());
@@ -365,7 +365,7 @@ void check_permute(const std::vector<std::size_t>& shape, const std::vector<int>
   std::size_t count = 1;
   for (std::size_t extent : shape)
     count *= extent;
-  if (!ppat_test::fits_item_budget(count)) return;
+  if (ppat_test::over_item_budget(count)) return;
   std::string what = "permute shape (";
   for (std::size_t extent : shape)
     what += std::to_string(extent) + " ";
