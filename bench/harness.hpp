@@ -106,9 +106,9 @@ struct bench_case {
   double bytes = 0;              // that must move per call: inputs read once, outputs written once
   bool keys_per_second = false;  // also print n / time (sorts: Gkeys/s)
   int sets = 1;                  // rotating buffer sets the runs cycle through
-  // A device copy of `copy_bytes` (read and written) on the same rotation: the bandwidth
-  // ceiling this case is compared with. Empty where it does not apply.
-  std::function<void(int set)> copy;
+  // The bytes a device copy reads (and writes) to stand for this case's bandwidth ceiling:
+  // the harness times cudaMemcpyAsync of them between buffers of its own, `sets` pairs in
+  // the same rotation as the case. 0 where no copy applies.
   double copy_bytes = 0;
   std::string baseline;  // the variant the others are compared with; none: the copy is the peer
   std::vector<variant> variants;
@@ -150,6 +150,7 @@ class session {
   struct row;
   struct loss;
   void print(const bench_case& c, const std::vector<row>& rows) const;
+  double copy_median_us(std::size_t bytes, int sets);
   void print_losses() const;
 
   options opts_;

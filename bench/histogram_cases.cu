@@ -35,7 +35,6 @@ void histogram_case(session& s, std::size_t n, const histogram_spec& spec) {
     samples[k] = device_array<Sample>(n);
     fill_uniform(samples[k].data(), n, spec.draw_low, spec.draw_high, 2000 + k);
   }
-  device_array<Sample> copy_target(n);
   device_array<counter> hist(spec.bins), expected(spec.bins);
 
   const auto cub_histogram = [&](void* temp, std::size_t& temp_bytes, int k) {
@@ -57,11 +56,6 @@ void histogram_case(session& s, std::size_t n, const histogram_spec& spec) {
   c.n = n;
   c.bytes = double(n) * sizeof(Sample);  // the counters are a rounding error beside it
   c.sets = sets;
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(copy_target.data(), samples[k].data(), samples[k].bytes(),
-                          cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = c.bytes;
   c.baseline = "cub::DeviceHistogram::HistogramEven";
   const auto matches_cub = [&] {
@@ -106,7 +100,6 @@ void rgba_case(session& s, std::size_t pixels) {
     samples[k] = device_array<std::uint8_t>(bytes);
     fill_uniform(samples[k].data(), bytes, 0, 255, 2100 + k);
   }
-  device_array<std::uint8_t> copy_target(bytes);
   device_array<counter> hist(active * bins), expected(active * bins);
   std::array<counter*, active> channel_hist;
   for (int c = 0; c < active; ++c)
@@ -138,11 +131,6 @@ void rgba_case(session& s, std::size_t pixels) {
   c.n = bytes;
   c.bytes = double(bytes);
   c.sets = sets;
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(copy_target.data(), samples[k].data(), bytes, cudaMemcpyDeviceToDevice,
-                          stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = c.bytes;
   c.baseline = "cub::DeviceHistogram::MultiHistogramEven";
   c.variants.push_back({c.baseline,
@@ -172,7 +160,6 @@ void weighted_case(session& s, std::size_t n) {
     fill_uniform(samples[k].data(), n, 0, 1, 2200 + k);
     fill_uniform(weights[k].data(), n, 0, 2, 2300 + k);
   }
-  device_array<float> copy_target(2 * n);
   device_array<double> hist(256);
 
   bench_case c;
@@ -182,14 +169,6 @@ void weighted_case(session& s, std::size_t n) {
   c.n = n;
   c.bytes = double(n) * 2 * sizeof(float);
   c.sets = sets;
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(copy_target.data(), samples[k].data(), samples[k].bytes(),
-                          cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync");
-    check(cudaMemcpyAsync(copy_target.data() + n, weights[k].data(), weights[k].bytes(),
-                          cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = c.bytes;
   c.variants.push_back({"ppat::histogram_even_weighted",
                         [&](int k) {

@@ -16,7 +16,7 @@ void reduce_case(session& s, std::size_t n) {
   const cudaStream_t stream = s.stream();
   const std::string type = type_name<T>();
   const int sets = s.rotation_sets(double(n) * sizeof(T));
-  std::vector<device_array<T>> in(sets), copies(sets);
+  std::vector<device_array<T>> in(sets);
   for (int k = 0; k < sets; ++k) {
     in[k] = device_array<T>(n);
     const double range = std::is_integral_v<T> ? 100 : 1;
@@ -39,13 +39,6 @@ void reduce_case(session& s, std::size_t n) {
   c.bytes = double(n) * sizeof(T);
   c.sets = sets;
   // The copy reads and writes half the bytes, so that it moves as many as the reduce reads.
-  for (int k = 0; k < sets; ++k)
-    copies[k] = device_array<T>(n / 2);
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(copies[k].data(), in[k].data(), n / 2 * sizeof(T),
-                          cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = double(n / 2) * sizeof(T);
   c.baseline = "cub::DeviceReduce::Sum";
   std::function<bool()> matches_cub;

@@ -47,11 +47,6 @@ void scan_case(session& s, std::size_t n, bool exclusive) {
   c.n = n;
   c.bytes = 2.0 * n * sizeof(T);
   c.sets = sets;
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(out[k].data(), in[k].data(), n * sizeof(T), cudaMemcpyDeviceToDevice,
-                          stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = double(n) * sizeof(T);
   c.baseline = exclusive ? "cub::DeviceScan::ExclusiveSum" : "cub::DeviceScan::InclusiveSum";
 
@@ -150,11 +145,6 @@ void scan_by_key_case(session& s, std::size_t n, bool exclusive) {
   c.n = n;
   c.bytes = double(n) * (sizeof(K) + 2 * sizeof(T));
   c.sets = sets;
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(out[k].data(), in[k].data(), n * sizeof(T), cudaMemcpyDeviceToDevice,
-                          stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = double(n) * sizeof(T);
   c.baseline =
       exclusive ? "cub::DeviceScan::ExclusiveSumByKey" : "cub::DeviceScan::InclusiveSumByKey";

@@ -94,16 +94,6 @@ void transpose_case(session& s, std::size_t rows, std::size_t cols, std::size_t 
   }
   c.bytes = 2.0 * count * sizeof(T);
   c.sets = sets;
-  // Padded outputs: the copy writes buffers of its own, or it would fill the padding that the
-  // check expects untouched.
-  std::vector<device_array<T>> copy_to(tight ? 0 : sets);
-  for (auto& buffer : copy_to)
-    buffer = device_array<T>(count);
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(tight ? out[k].data() : copy_to[k].data(), in[k].data(),
-                          count * sizeof(T), cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = double(count) * sizeof(T);
   const auto matches_expected = [&] {
     return count_differences(out[0].data(), expected.data(), expected.bytes()) == 0;
@@ -166,11 +156,6 @@ void unpaired_case(session& s, const std::string& call, const std::string& label
   c.shape = shape;
   c.bytes = 2.0 * count * sizeof(T);
   c.sets = sets;
-  c.copy = [&](int k) {
-    check(cudaMemcpyAsync(out[k].data(), in[k].data(), in[k].bytes(), cudaMemcpyDeviceToDevice,
-                          stream),
-          "cudaMemcpyAsync");
-  };
   c.copy_bytes = double(count) * sizeof(T);
   c.variants.push_back(
       {"ppat::" + call, [&](int k) { run(in[k].data(), out[k].data(), stream); }, nullptr});

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Draw `ppat bench --json` output as PNG charts: one per pattern.
 
-Scan and histogram: throughput (GB/s of bytes that must move) against item count, one
-panel per case, one line per variant, the device copy of the same bytes dashed.
+Scan, reduce, select and histogram: throughput (GB/s of bytes that must move) against item
+count, one panel per case, one line per variant, the device copy of the same bytes dashed.
+Sort: keys a second against item count, one panel per case, one line per variant (no copy:
+a sort's passes are compared with CUB's, not with one pass's bytes).
 Transpose: one panel per element type, one group of bars per shape.
 A sweep (`ppat bench --sweep --json`): one heatmap per pattern, a row per case, a column
 per size (transpose: per shape), each cell the speedup of the ppat call over its peer
@@ -40,19 +42,29 @@ def style_of(variant, colors):
     return dict(color=colors[variant])
 
 
-def line_panel(ax, rows, title, colors):
+def case_of(row):
+    """A row's case, the same at every size: select's labels carry the share kept, which
+    moves a little with the size (49.9% and 50.0% are one case)."""
+    return re.sub(r" \([0-9.]+% kept\)", "", row["case"])
+
+
+def line_panel(ax, rows, title, colors, keys_per_second=False):
     by_variant = group(rows, lambda r: r["variant"])
     for variant, points in by_variant.items():
-        points = [p for p in points if p["gbps"] is not None]
+        if keys_per_second:
+            points = [p for p in points if not is_copy(variant) and p["time_us"]]
+            ys = [p["n"] / p["time_us"] / 1e3 for p in points]  # Gkeys/s
+        else:
+            points = [p for p in points if p["gbps"] is not None]
+            ys = [p["gbps"] for p in points]
         if not points:
             continue
         xs = [math.log2(p["n"]) for p in points]
-        ys = [p["gbps"] for p in points]
         ax.plot(xs, ys, marker="o", markersize=3, label=variant.replace("textbook::", ""),
                 **style_of(variant, colors))
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("log2(items)")
-    ax.set_ylabel("GB/s")
+    ax.set_ylabel("Gkeys/s" if keys_per_second else "GB/s")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
 
@@ -89,19 +101,17 @@ def heatmap(rows, pattern, device, path):
     cells = [r for r in rows if r["variant"].startswith("ppat::") and r["vs_peer"] is not None]
     if not cells:
         return False
-    # Select's labels carry the share kept, which moves a little with the size.
-    case_of = lambda r: re.sub(r" \([0-9.]+% kept\)", "", r["case"]) + (
-        "" if r["peer"] != "copy" else "  [vs copy]")
+    row_of = lambda r: case_of(r) + ("" if r["peer"] != "copy" else "  [vs copy]")
     if pattern == "transpose":
         column_of = lambda r: r["shape"]
         columns = list(OrderedDict.fromkeys(column_of(r) for r in cells))
     else:
         column_of = lambda r: r["n"]
         columns = sorted(set(column_of(r) for r in cells))
-    cases = list(OrderedDict.fromkeys(case_of(r) for r in cells))
+    cases = list(OrderedDict.fromkeys(row_of(r) for r in cells))
     grid = [[math.nan] * len(columns) for _ in cases]
     for r in cells:
-        grid[cases.index(case_of(r))][columns.index(column_of(r))] = r["vs_peer"]
+        grid[cases.index(row_of(r))][columns.index(column_of(r))] = r["vs_peer"]
     width = max(6.0, 0.55 * len(columns) + 4)
     height = max(2.5, 0.28 * len(cases) + 1.8)
     fig, ax = plt.subplots(figsize=(width, height))
@@ -145,7 +155,7 @@ def main():
                 print(path)
         return
     for pattern, pattern_rows in group(rows, lambda r: r["pattern"]).items():
-        by_panel = group(pattern_rows, lambda r: r["case"])
+        by_panel = group(pattern_rows, case_of)
         # One colour per variant across the panels; the baselines take the first.
         variants = OrderedDict.fromkeys(r["variant"] for r in pattern_rows if r["variant"] == r["baseline"])
         variants.update(OrderedDict.fromkeys(r["variant"] for r in pattern_rows))
@@ -157,7 +167,8 @@ def main():
             if pattern == "transpose":
                 bar_panel(ax, case_rows, f"{pattern} {case}", colors)
             else:
-                line_panel(ax, case_rows, f"{pattern}: {case}", colors)
+                line_panel(ax, case_rows, f"{pattern}: {case}", colors,
+                           keys_per_second=pattern == "sort")
         for ax in list(axes.flat)[len(by_panel):]:
             ax.axis("off")
         fig.suptitle(f"ppat bench on {device}: {pattern}", fontsize=11)
