@@ -147,9 +147,8 @@ namespace detail {
 enum class histogram_tier { shared, packed, global };
 
 // 1024 threads, so that one block an SM shares its copies of the histogram between the most
-// threads, with 64 bytes of samples a thread in flight (docs/patterns.md, production step 1:
-// i32 with 1024 bins at 79.6% of copy, then 100% with the steps after it). Other block sizes
-// were not measured.
+// threads, with 64 bytes of samples a thread in flight (docs/patterns.md, "Histogram",
+// production step 1 and the steps after it). Other block sizes were not measured.
 using histogram_tuning = tuning<1024, 64, 0>;
 constexpr int max_copies_log2 = 5;  // 32 copies: one per lane
 

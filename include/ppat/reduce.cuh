@@ -62,15 +62,15 @@ struct reduce_tile_shape : Tuning {
 
 // The H200's policies: 4 blocks an SM, each keeping 32 KB of items in flight (128 KB an SM). Items
 // of up to 8 bytes take blocks of 512 threads with 64 bytes each: against 256 threads with 128
-// bytes, twice the warps hide the combining, 1.02-1.07x as fast from 2^22 to 2^26 i32 items
-// (the same at 2^20). Larger items keep 256 threads with 128 bytes, whose registers fit them.
+// bytes, twice the warps hide the combining (docs/patterns.md, how the reduce got here).
+// Larger items keep 256 threads with 128 bytes, whose registers fit them.
 template <class T>
 using reduce_tuning =
     std::conditional_t<sizeof(T) <= 8, tuning<512, 64, 4, 4>, tuning<256, 128, 4, 4>>;
 // Small inputs, up to 512 KB, take one block, which needs no memory for block results: up
-// to 64 KB one of 256 threads, whose start and combining cost less (2^10 i32 items: 7.7 us
-// a call against 10.0 us with 1024 threads, 2^14: 8.4 against 9.3 us), above it one of 1024
-// threads, which keeps 128 KB in flight (2^16: 9.0 against 11.0 us).
+// to 64 KB one of 256 threads, whose start and combining cost less than 1024 threads', above
+// it one of 1024 threads, which keeps 128 KB in flight (docs/patterns.md, "Scan", its
+// paragraph on the reduce).
 using reduce_single_block_tuning = tuning<1024, 128, 1>;
 using reduce_tiny_tuning = tuning<256, 64, 4>;
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
@@ -251,11 +251,10 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   if (!is_last) return;
   // Every block's result is in. Each thread reads `results_per_thread` consecutive ones, all
   // reads of a chunk in flight together, and combines them in order; each warp combines its
-  // row, then warp 0 the rows, in order. Every chunk costs one L2 round trip: with a warp
-  // reading one row after another the reduce ran at 0.61x CUB at 2^22 i32 items (CUB's time
-  // over ours), against 0.93x with a chunk of a result a thread. With one result a thread, the 528
-  // blocks the H200 runs took two chunks, and 1.2-1.6 us longer than 512 blocks did, from 2^22 to
-  // 2^24 items; with four a thread, the 8-byte kernels spilled.
+  // row, then warp 0 the rows, in order. Every chunk costs one L2 round trip, so a warp
+  // reading one row after another was far slower, and with one result a thread the 528
+  // blocks the H200 runs took two chunks where 512 took one; with four a thread, the 8-byte
+  // kernels spilled (docs/patterns.md, "Scan", how the reduce got here).
   constexpr unsigned results_per_thread = 2;
   constexpr unsigned chunk = Shape::threads * results_per_thread;
   partial<T> total = result.start();

@@ -16,8 +16,8 @@
 // tiles), and only one warp a block does it.
 //
 // Publication is an atomic exchange, not a store: a store waits in the SM's queue behind
-// the tile stores of every block on the SM, while an atomic goes straight to L2. At 2^28 i32
-// this alone moved a classic look-back from 67% to 92% of copy. Values of up to 12 bytes
+// the tile stores of every block on the SM, while an atomic goes straight to L2: the largest
+// single step of the scan's tuning (docs/patterns.md, "Scan"). Values of up to 12 bytes
 // travel in one 64- or 128-bit word with their flag, so one read brings both; larger ones sit
 // beside their flags, in separate arrays for aggregates and inclusive prefixes, since a slot
 // is read while its tile moves from one to the other.

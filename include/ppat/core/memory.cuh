@@ -2,14 +2,13 @@
 //
 // A plain cudaMallocAsync on the device's default pool (release threshold 0) hands memory
 // back to the driver at every synchronization, so each ppat call would pay for a fresh
-// mapping: about 49 us on an H200, more than a whole small scan (`ppat bench --pattern
-// overhead`: an empty launch 6.0 us, with such an allocation and free around it 55.1 us),
-// and about 1.5 ms of stream time a GiB for large ones: a sort of 2^30 u32/u32 pairs, whose
-// 8 GiB of temporaries were mapped afresh each call, took 49.2 ms where it takes 38.8 with
-// them kept. ppat owns one pool per device whose release threshold keeps up to
+// mapping: more than a whole small scan, and for a large sort's temporaries a quarter of the
+// sort (docs/patterns.md, "Per-call overhead" and "Radix sort"; `ppat bench --pattern
+// overhead`). ppat owns one pool per device whose release threshold keeps up to
 // `retained_bytes(device)`, an eighth of the device's memory, mapped: a repeated call pays
-// about 0.6 us (6.6 us), and the temporaries of sorts up to 2^31 u32/u32 pairs (16 GiB) stay
-// mapped on an H200, while seven eighths of the device stay free of ppat for the caller. The
+// well under a microsecond for it, and the temporaries of sorts up to 2^31 u32/u32 pairs
+// (16 GiB) stay mapped on an H200, while seven eighths of the device stay free of ppat for
+// the caller. The
 // pool is yours to tune: ppat::temporary_memory_pool() returns it (set
 // cudaMemPoolAttrReleaseThreshold, or cudaMemPoolTrimTo it).
 //

@@ -130,8 +130,8 @@ struct by_key_source {
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
 
-// By key (i32 keys and f32 values): 96 bytes of values a thread at 4 tiles an SM, 85% of
-// copy (a few bytes spill); 64 bytes, 62%; 48 bytes, 57%.
+// By key (i32 keys and f32 values): 96 bytes of values a thread at 4 tiles an SM (a few bytes
+// spill), the fastest of 48, 64 and 96 (docs/patterns.md, "Scan", how it got here).
 template <class Item>
 using scan_by_key_tuning = std::conditional_t<
     sizeof(Item) < 4, tuning<256, 96, 3>,

@@ -44,14 +44,15 @@ using scan_tile_of =
     scan_tile_shape<Tuning, Vec,
                     Tuning::groups_per_thread(int(sizeof(Item)) * Vec, Vec == 1 ? 8 : 16)>;
 
-// The H200's policies: 256 threads, and as many tiles an SM as their registers allow.
-// Measured at 2^28 with the look-back of core/lookback.cuh:
-//   - i32: 24 items a thread at 4 and 5 tiles an SM reach 89% and 92% of copy, 32 items at
-//     4 tiles 94%; the same tiles staged in shared memory instead, 81-85%;
-//   - i64: 16 items a thread at 3 tiles an SM, 87.7%; 12 to 24 items at 2 to 4 tiles,
-//     84-86% (16 at 4 tiles spills); 8 items at 6 tiles, 50%;
-//   - u8 and i16 (packed four and two to a register): 96 bytes a thread at 3 tiles an SM,
-//     75% and 82%; u8 at 64 bytes and 4 or 5 tiles, 56-64%, at 128 bytes and 2 tiles, 71%;
+// The H200's policies: 256 threads, and as many tiles an SM as their registers allow, each
+// the fastest measured at 2^28 with the look-back of core/lookback.cuh (docs/patterns.md,
+// "Scan", how it got here):
+//   - i32: 32 items a thread at 4 tiles an SM (24 at 4 or 5 tiles, and the same tiles
+//     staged in shared memory, were slower);
+//   - i64: 16 items a thread at 3 tiles an SM (12 to 24 items at 2 to 4 tiles slower; 16 at
+//     4 tiles spills);
+//   - u8 and i16 (packed four and two to a register): 96 bytes a thread at 3 tiles an SM
+//     (64 bytes at 4 or 5 tiles, 128 bytes at 2, slower);
 //   - larger items: 96 bytes at 2 tiles, which their registers fit.
 template <class Item>
 using scan_tuning =
@@ -118,10 +119,9 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // (and no later tile needs its aggregate).
   //
   // With 8 or 16 items a vector (1- and 2-byte items), the partial tile still moves whole
-  // vectors up to n: item by item, the last tile of a u8 scan took about 3 us longer (at
-  // 2^16 items, 12.1 us a scan against 9.4). With fewer, it moves item by item: the extra
-  // branch cost the exclusive scan by key 18% at 2^28 (989 us against 811): it spilled 16
-  // bytes a thread instead of 10.
+  // vectors up to n: item by item, the last tile of a u8 scan took about 3 us longer. With
+  // fewer, it moves item by item: the extra branch made the exclusive scan by key spill and
+  // cost it 18% at 2^28 (docs/patterns.md, "Scan", how it got here).
   constexpr bool whole_vectors_in_partial_tile = vec >= 8;
   const auto whole_vector = [&](int r) {
     return full_tile || (whole_vectors_in_partial_tile && row_first(r) + vec <= n);

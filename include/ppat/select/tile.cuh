@@ -153,7 +153,8 @@ struct select_tile {
   __device__ std::size_t row_first(int r) const {
     return lane_first + std::size_t(r) * 32 * Shape::vec;
   }
-  // Items in the tile: all but in the last tile.
+  // The tile's count of items: Shape::tile_items, except in the last tile, which holds the
+  // rest.
   __device__ unsigned items(std::size_t n) const {
     return unsigned(min(n - first, std::size_t(Shape::tile_items)));
   }

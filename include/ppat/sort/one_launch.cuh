@@ -26,9 +26,9 @@
 namespace ppat::detail {
 
 // Two 256-thread tiles an SM below `one_launch_large_tiles_from` items, which gives more
-// blocks (SMs) a tile (u32 keys, 2^16: 44.0 us against 49.9 us with 512-thread tiles);
-// above it, keys of up to 4 bytes alone take 512-thread tiles (2^20: 58.7 us against 66.0
-// us), and pairs and wider keys keep the 256-thread ones.
+// blocks (SMs) a tile; above it, keys of up to 4 bytes alone take 512-thread tiles, and pairs
+// and wider keys keep the 256-thread ones: each the faster of the two where it runs
+// (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
 using one_launch_small_shape = tile_shape<K, V, tuning<256, 128, 2>>;
 template <class K, class V>

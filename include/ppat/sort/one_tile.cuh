@@ -19,11 +19,10 @@
 namespace ppat::detail {
 
 // Inputs that fit one block, sorted by it alone: up to 1024 keys, four a thread, so that
-// each pass's ranking is a chain of four items, not sixteen (u32 keys, 2^10: 12.5 us against
-// 22.4 us, CUB 14.8 us); up to 4096, sixteen a thread (512 threads with eight measured no
-// faster: 2^12: 19.3 us against 18.0 us); up to 8192, 512 threads with sixteen each, in up to
-// 148 KB of shared memory (4097 keys: u32 18.9 us, u32/u32 pairs 20.6 us, u64/u32 35.7 us;
-// the cooperative launch took 39, 44 and 59 us, CUB 15.4, 17.8 and 86.9 us).
+// each pass's ranking is a chain of four items, not sixteen; up to 4096, sixteen a thread
+// (512 threads with eight measured no faster); up to 8192, 512 threads with sixteen each, in
+// up to 148 KB of shared memory, where the cooperative launch took about twice as long
+// (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
 using one_tile_tiny_shape = tile_shape<K, V, tuning<256, 128, 0>, 4>;
 template <class K, class V>

@@ -10,8 +10,7 @@
 // look-back (core/lookback.cuh) tells this call's words from stale ones, in a word that a
 // tile publishes 256 of; so the words are zeroed by a memset just before each launch. That
 // memset also leaves the words in L2, where the launch's atomics find them: zeroing them one
-// launch ahead instead (each launch's tiles clearing the next one's words, in two halves)
-// took 1.7% longer (u32 keys, 2^29 + 2^20: 11.86 ms against 11.66).
+// launch ahead instead, in the kernel, measured slower (docs/patterns.md, "Radix sort").
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,12 +32,10 @@
 namespace ppat::detail {
 
 // Large inputs: 512-thread tiles, two an SM (64 registers). The look-back and the digit-start
-// loads are paid per tile, so large tiles pay them for more keys: 4-byte keys 16 a thread
-// (u32 keys, 2^28: 5.92 ms against 6.43 ms with 256 threads), larger pairs 128 bytes a
-// thread (16 u32/u32 pairs, 8 of 12 or 16 bytes; u32/u32 at 2^28: 8.30 ms, where 256
-// threads three an SM took 10.04 and CUB 8.55; u64/u32 at 2^26 5.91 ms against 7.66, CUB
-// 5.18). One 512-thread tile an SM with 80 registers took 9.65 ms, 384 threads two an SM
-// 8.48.
+// loads are paid per tile, so large tiles pay them for more keys: 4-byte keys 16 a thread,
+// larger pairs 128 bytes a thread (16 u32/u32 pairs, 8 of 12 or 16 bytes). 256 threads (three
+// an SM for pairs), one 512-thread tile an SM with 80 registers and 384 threads two an SM
+// were all slower (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
 using onesweep_tuning =
     std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<512, 128, 2>>;

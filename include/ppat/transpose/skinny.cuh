@@ -188,7 +188,8 @@ __device__ void store_run(const uint4* flat, T* run, unsigned count) {
 // Vector i of the k pieces of a span: pieces are cut into groups of 8 vectors (128 bytes),
 // and consecutive i run through a group, then through the piece's next groups. A warp thus
 // takes 32 consecutive vectors of one piece; their elements x * k + p in `flat` share
-// banks four ways for odd k and 4-byte elements (measured 90-96% of copy regardless).
+// banks four ways for odd k and 4-byte elements, which the measured bandwidth shows is not
+// the limit (docs/patterns.md, "Transpose").
 struct piece_vector {
   unsigned piece;  // p
   unsigned first;  // x of its first element

@@ -19,8 +19,8 @@ namespace ppat::detail {
 // and the blocks an SM must hold. The threads are as few as keep enough loads in flight per
 // thread (8 chunks of 4-byte elements, 4 of most others), so that many blocks fit an SM.
 // Left free, one-byte tiles get 80 registers, three blocks an SM; a bound of four (64
-// registers) moves 96% of copy instead of 83-90%. A bound on four-byte tiles measured slower
-// (six blocks: spills, 81-84% against 94%).
+// registers) moves more (docs/patterns.md, "Transpose"). A bound on four-byte tiles measured
+// slower (six blocks: spills, 81-84% against 94%).
 template <class T>
 using transpose_tuning =
     std::conditional_t<sizeof(T) == 1, tuning<256, 64, 4>,
