@@ -50,8 +50,11 @@ __device__ T block_exclusive_sum(T value, block_sum_storage<Warps, T>& storage) 
   return before;
 }
 
+// Aligned to 16 bytes where a warp prefix is a multiple of 16 bytes long, so that each is
+// read and written in 16-byte accesses (reduce_by_key's 16-byte prefixes: docs/patterns.md,
+// "Stream compaction, unique, runs").
 template <int Warps, class T>
-struct block_scan_storage {
+struct alignas(sizeof(partial<T>) % 16 == 0 ? 16 : alignof(partial<T>)) block_scan_storage {
   uninitialized_array<partial<T>, Warps> warp_prefixes;
 };
 
