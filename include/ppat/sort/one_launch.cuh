@@ -142,7 +142,7 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
   call.check(cudaMemsetAsync(scratch.data(), 0, scratch_bytes, call.stream()), "cudaMemsetAsync");
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   one_launch_sort_args<K, V> sort{};
-  for (int pass = 0; pass < passes.count; ++pass) {
+  for (int pass = 0; pass < std::min(passes.count, most_passes<K>); ++pass) {
     sort.keys_from[pass] = buffers.keys_from(pass);
     sort.keys_to[pass] = buffers.keys_to(pass);
     sort.values_from[pass] = buffers.values_from(pass);
