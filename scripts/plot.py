@@ -43,9 +43,11 @@ def style_of(variant, colors):
 
 
 def case_of(row):
-    """A row's case, the same at every size: select's labels carry the share kept, which
-    moves a little with the size (49.9% and 50.0% are one case)."""
-    return re.sub(r" \([0-9.]+% kept\)", "", row["case"])
+    """A row's case, the same at every size: select's labels carry the share kept as
+    measured, which moves a little with the size, so it is rounded to a whole percent
+    (49.9% and 50.0% are one case, 5.0% another)."""
+    return re.sub(r"\(([0-9.]+)% kept\)",
+                  lambda kept: f"(about {round(float(kept.group(1)))}% kept)", row["case"])
 
 
 def line_panel(ax, rows, title, colors, keys_per_second=False):
