@@ -19,31 +19,30 @@
 
 namespace ppat::detail {
 
-// The counters the steps share, from the first step to the last.
+// What the steps share from tile_digit_count on.
 template <int Warps, int Radix>
 struct radix_rank_storage {
   static_assert(Radix % 32 == 0, "digit sums by whole warps");
-  // Each warp's count of each digit; after tile_digit_count, each warp's first position of
-  // each digit among the block's items of that digit; after add_tile_starts, among all.
+  // Each warp's first position of each digit among the block's items of that digit, as
+  // tile_digit_count leaves it; after add_tile_starts, among all the block's items.
   unsigned warp_digit_counts[Warps][Radix];
   block_sum_storage<Radix / 32, unsigned> digit_sums;
 };
 
-// Masks of lanes, one a digit, in two sets that items alternate between: needed only while
-// the warps rank, so a kernel may give their bytes to a later step (a union).
+// What the warps rank with: a word a digit a warp, holding the warp's count of the digit so
+// far (high half) and the mask of lanes that have it in the item being ranked (low half), so
+// that one load reads both and one store moves the count on and clears the mask. Needed only
+// until tile_digit_count, so a kernel may give their bytes to a later step (a union).
 template <int Warps, int Radix>
 struct radix_rank_lanes {
-  unsigned lanes_of_digit[2][Warps][Radix];
+  unsigned long long count_and_lanes[Warps][Radix];
 };
 
-// Zeroes the counters and the lane masks; a barrier must follow before rank_in_warps.
+// Zeroes the warps' words; a barrier must follow before rank_in_warps.
 template <int Threads, int Warps, int Radix>
-__device__ void clear_radix_rank(radix_rank_storage<Warps, Radix>& counters,
-                                 radix_rank_lanes<Warps, Radix>& lanes) {
+__device__ void clear_radix_rank(radix_rank_lanes<Warps, Radix>& lanes) {
   for (int i = int(threadIdx.x); i < Warps * Radix; i += Threads)
-    (&counters.warp_digit_counts[0][0])[i] = 0;
-  for (int i = int(threadIdx.x); i < 2 * Warps * Radix; i += Threads)
-    (&lanes.lanes_of_digit[0][0][0])[i] = 0;
+    (&lanes.count_and_lanes[0][0])[i] = 0;
 }
 
 // Each item's rank among the warp's items of its digit, and the digit above it (ranks stay
@@ -54,48 +53,49 @@ __device__ void clear_radix_rank(radix_rank_storage<Warps, Radix>& counters,
 template <int Items, bool Full, int Warps, int Radix, class DigitOf>
 __device__ __forceinline__ void rank_in_warps(DigitOf digit_of, unsigned valid,
                                               unsigned padding_digit,
-                                              radix_rank_storage<Warps, Radix>& counters,
                                               radix_rank_lanes<Warps, Radix>& lanes,
                                               unsigned (&ranks)[Items]) {
   static_assert(32 * Warps * Items <= 65536, "a rank and its digit share a register");
   const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
   const unsigned warp_first = unsigned(warp * 32 * Items);
-  unsigned* const counts = counters.warp_digit_counts[warp];
+  unsigned long long* const words = lanes.count_and_lanes[warp];
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
     const unsigned row_first = warp_first + unsigned(i * 32);
     if (!Full && row_first >= valid) break;
     const unsigned d = Full || row_first + unsigned(lane) < valid ? digit_of(i) : padding_digit;
-    // The lanes with this digit: each sets its bit in its digit's mask, reads the mask when
-    // all have, and clears it before the set comes round again (two items on). Shared
-    // memory atomics take fewer issue slots than eight ballots, which the integer pipe
-    // bounds. The lanes read the warp's count of the digit together and the lowest one
-    // moves it on: the next item reads it only after the next __syncwarp.
-    unsigned* const masks = lanes.lanes_of_digit[i % 2][warp];
-    atomicOr(&masks[d], 1u << lane);
+    // The lanes with this digit: each sets its bit in the digit's word (the low half) and
+    // reads the word when all have; the lowest of them adds their number to the count and
+    // clears the mask in one store, which the next item's atomics wait for. Shared memory is
+    // what the sort's tiles are bound by: three accesses an item, where a mask and a count
+    // apart took five (docs/patterns.md, "Radix sort"); eight ballots instead keep the
+    // integer pipe busy.
+    atomicOr(reinterpret_cast<unsigned*>(&words[d]), 1u << lane);
     __syncwarp();
-    const unsigned peers = masks[d];
-    const unsigned before = counts[d];
+    const unsigned long long word = words[d];
     __syncwarp();
-    masks[d] = 0;
+    const unsigned peers = unsigned(word);
+    const unsigned before = unsigned(word >> 32);
     const unsigned below = unsigned(__popc(int(peers & ((1u << lane) - 1u))));
-    if (below == 0) counts[d] = before + unsigned(__popc(int(peers)));  // the lowest lane
+    if (below == 0) words[d] = (unsigned long long)(before + unsigned(__popc(int(peers)))) << 32;
+    __syncwarp();
     ranks[i] = (before + below) | d << 16;
   }
 }
 
 // Thread d < Radix: the block's count of digit d, the padding ranked in the row that
-// `valid` cuts left out; the warps' counts become their first positions among the block's
+// `valid` cuts left out; from the warps' counts, their first positions among the block's
 // items of digit d.
 template <int Warps, int Radix>
-__device__ __forceinline__ unsigned tile_digit_count(radix_rank_storage<Warps, Radix>& counters,
+__device__ __forceinline__ unsigned tile_digit_count(const radix_rank_lanes<Warps, Radix>& lanes,
+                                                     radix_rank_storage<Warps, Radix>& counters,
                                                      unsigned valid, unsigned padding_digit) {
   const unsigned d = threadIdx.x;
   unsigned tile_count = 0;
   if (d < Radix) {
     for (int w = 0; w < Warps; ++w) {
-      const unsigned c = counters.warp_digit_counts[w][d];
+      const unsigned c = unsigned(lanes.count_and_lanes[w][d] >> 32);
       counters.warp_digit_counts[w][d] = tile_count;
       tile_count += c;
     }

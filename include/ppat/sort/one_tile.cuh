@@ -55,10 +55,10 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     clear_tile_storage(storage);
     __syncthreads();
     unsigned ranks[items];
-    rank_in_warps<items, false>([&](int i) { return digit(keys[i]); }, n, digit.mask, storage.rank,
-                                storage.lanes, ranks);
+    rank_in_warps<items, false>([&](int i) { return digit(keys[i]); }, n, digit.mask, storage.lanes,
+                                ranks);
     __syncthreads();
-    add_tile_starts(storage.rank, tile_digit_count(storage.rank, n, digit.mask));
+    add_tile_starts(storage.rank, tile_digit_count(storage.lanes, storage.rank, n, digit.mask));
     __syncthreads();
     stage_in_digit_order<Shape, false>(keys, n, values, ranks, storage);
     __syncthreads();
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
         if constexpr (has_values_of<V>) values[i] = storage.staged.values[int(at)];
       }
     }
-    __syncthreads();  // the next pass clears the lane masks, which share the staged bytes
+    __syncthreads();  // the next pass clears the rank's words, which share the staged bytes
   }
 #pragma unroll
   for (int i = 0; i < items; ++i) {

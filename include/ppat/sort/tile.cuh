@@ -73,7 +73,7 @@ struct onesweep_pass {
 };
 
 // Shared memory of one tile: the block radix rank's, and the keys staged in the bytes of its
-// lane masks once the warps have ranked them.
+// words once the warps have ranked them.
 template <class Shape, class K, class V>
 struct tile_storage {
   radix_rank_storage<Shape::warps, radix> rank;
@@ -101,10 +101,10 @@ __device__ Storage& dynamic_shared_storage() {
   return *reinterpret_cast<Storage*>(tile_bytes);
 }
 
-// Zeroes the rank's counters and lane masks; a barrier must follow before sort_tile.
+// Zeroes the rank's words; a barrier must follow before sort_tile.
 template <class Shape, class K, class V>
 __device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
-  clear_radix_rank<Shape::threads>(storage.rank, storage.lanes);
+  clear_radix_rank<Shape::threads>(storage.lanes);
 }
 
 // Keys and values in registers; past the end of the input, padding of the last digit, which
@@ -245,11 +245,11 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
   load_tile_keys<Shape, FromL2, Full>(pass, tile_first, valid, keys, values);
   unsigned ranks[Shape::items];
   rank_in_warps<Shape::items, Full>([&](int i) { return pass.digit(keys[i]); }, valid,
-                                    pass.digit.mask, storage.rank, storage.lanes, ranks);
+                                    pass.digit.mask, storage.lanes, ranks);
   __syncthreads();
 
   // Thread d: the tile's count of digit d, published at once.
-  const unsigned tile_count = tile_digit_count(storage.rank, valid, pass.digit.mask);
+  const unsigned tile_count = tile_digit_count(storage.lanes, storage.rank, valid, pass.digit.mask);
   if (threadIdx.x < radix) {
     atomicExch(&pass.published[std::size_t(tile) * radix + threadIdx.x],
                (tile == 0 ? count_inclusive : count_aggregate) | tile_count);
