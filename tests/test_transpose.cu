@@ -206,8 +206,14 @@ void check_leading_dimensions_all() {
   check_leading_dimensions<T>(31, 33, 5, 3, 0);
   check_leading_dimensions<T>(200, 300, 16, 32, 0);  // aligned rows: 16-byte accesses
   check_leading_dimensions<T>(200, 300, 16, 32, 1);  // one element off: element by element
+  // One column of unit stride or one row into a column of unit stride (a copy), off 16-byte
+  // boundaries too; and the same shapes with strides, which are not a copy.
   check_leading_dimensions<T>(129, 1, 0, 7, 0);
   check_leading_dimensions<T>(1, 129, 7, 0, 0);
+  check_leading_dimensions<T>(4099, 1, 0, 0, 3);
+  check_leading_dimensions<T>(1, 4099, 0, 0, 1);
+  check_leading_dimensions<T>(129, 1, 2, 0, 1);
+  check_leading_dimensions<T>(1, 129, 7, 3, 0);
   // Odd leading dimensions: each row off 16-byte boundaries by its own amount.
   check_leading_dimensions<T>(300, 257, 1, 2, 0);
   check_leading_dimensions<T>(257, 300, 3, 5, 3);
