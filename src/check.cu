@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "reference.hpp"
 #include "check.hpp"
+#include "reference.hpp"
 
 namespace ppat_cli {
 namespace {
@@ -177,6 +177,15 @@ int self_check() {
                                          ppat::partition(in, out, count, n, is_positive{});
                                        });
                                      });
+  });
+  // The rejected output placed right after the selected items: the stable partition again.
+  report("partition_copy", [&] {
+    return run_and_compare<int, int>(
+        ints, ppat_reference::stable_partition(ints, is_positive{}), [&](const int* in, int* out) {
+          expect_count(positive.size(), [&](std::size_t* count) {
+            ppat::partition_copy(in, out, out + positive.size(), count, n, is_positive{});
+          });
+        });
   });
   const auto starts = ppat_reference::run_starts(small);
   const auto heads = ppat_reference::select(small, [&](std::size_t i) { return bool(starts[i]); });

@@ -1,6 +1,6 @@
 // Outputs sized to the result: the calls whose output lengths the data decides (select_if,
-// select_flagged, unique, unique_by_key, reduce_by_key, run_length_encode, the textbook
-// selections) with every buffer carved from one cudaMalloc, each output exactly as long as
+// select_flagged, partition_copy, unique, unique_by_key, reduce_by_key, run_length_encode, the
+// textbook selections) with every buffer carved from one cudaMalloc, each output exactly as long as
 // what the call writes, placed directly below the inputs or directly above them, where a
 // check that took each output for n items would find an overlap. Every call must succeed,
 // exactly, leaving its inputs and the gap after every buffer untouched. Then the overlaps
@@ -265,6 +265,15 @@ void check_every_call(std::size_t n, placement where) {
         ppat::partition(m.input<std::int32_t>(0), m.output<std::int32_t>(0), m.count(), n, odd{});
       });
 
+  // partition_copy's two outputs hold the kept and the rejected items, each exactly.
+  const auto rejected =
+      ppat_reference::select(items, [&](std::size_t i) { return !odd{}(items[i]); });
+  expect_result_sized("partition_copy", {bytes_of(items)}, {bytes_of(kept), bytes_of(rejected)},
+                      {4, 4}, n, kept.size(), where, [&](const one_allocation& m) {
+                        ppat::partition_copy(m.input<std::int32_t>(0), m.output<std::int32_t>(0),
+                                             m.output<std::int32_t>(1), m.count(), n, odd{});
+                      });
+
   const auto keys = items_in_runs<std::uint8_t>(n, 5, 255);
   const auto heads = run_heads(keys);
   const auto starts = ppat_reference::run_starts(keys);
@@ -368,6 +377,14 @@ TEST(result_sized_outputs, certain_overlaps_are_rejected_before_any_launch) {
   // partition's output holds n items: anywhere in the input is an overlap.
   expect_rejected("ppat::partition", "out", b,
                   [&] { ppat::partition(p + 100, p + 100 - n + 1, count_at(512), n, odd{}); });
+  // partition_copy's rejected output: its first item inside the input, on the selected
+  // output's first item, or under the count.
+  expect_rejected("ppat::partition_copy", "out_rejected", b,
+                  [&] { ppat::partition_copy(p, p + 200, p + 10, count_at(512), n, odd{}); });
+  expect_rejected("ppat::partition_copy", "out_rejected", b,
+                  [&] { ppat::partition_copy(p, p + 200, p + 200, count_at(512), n, odd{}); });
+  expect_rejected("ppat::partition_copy", "num_selected", b,
+                  [&] { ppat::partition_copy(p, p + 200, p + 300, count_at(300), n, odd{}); });
   // By key: values are an input of n items too; two outputs that start together.
   expect_rejected("ppat::unique_by_key", "keys_out", b,
                   [&] { ppat::unique_by_key(p, p + 100, p + 120, p + 300, count_at(512), n); });

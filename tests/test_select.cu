@@ -282,6 +282,22 @@ void check_partition(const std::vector<T>& in, std::size_t offset = 0) {
       /*whole=*/true);
 }
 
+// partition_copy: the accepted items in one output, the rejected in the other, each in input
+// order and followed by nothing but the poison.
+template <class T>
+void check_partition_copy(const std::vector<T>& in, std::size_t offset = 0) {
+  if (ppat_test::over_item_budget(in.size())) return;
+  const auto kept = ppat_reference::select(in, [&](std::size_t i) { return odd_key{}(in[i]); });
+  const auto rejected =
+      ppat_reference::select(in, [&](std::size_t i) { return !odd_key{}(in[i]); });
+  placed<T> rejected_output(in.size(), offset);
+  expect_kept(in, offset, kept.size(), kept, "partition_copy",
+              [&](const T* from, T* to, auto count) {
+                ppat::partition_copy(from, to, rejected_output.data(), count, in.size(), odd_key{});
+              });
+  expect_output(rejected_output, rejected, "partition_copy's rejected items");
+}
+
 template <class T>
 void check_unique(const std::vector<T>& in, std::size_t offset = 0) {
   if (ppat_test::over_item_budget(in.size())) return;
@@ -348,6 +364,7 @@ void selections_of_every_pattern(std::size_t n) {
     const auto in = items_selected_by<T>(bits_of(p, n));
     check_select_if(in);
     check_partition(in);
+    check_partition_copy(in);
   }
 }
 
@@ -539,6 +556,8 @@ TEST(select, unaligned_buffers) {
       check_select_if(items_selected_by<std::uint8_t>(bits), 1);
       check_select_if(items_selected_by<std::int32_t>(bits), 1);
       check_partition(items_selected_by<std::uint64_t>(bits), 1);
+      check_partition_copy(items_selected_by<std::int32_t>(bits), 1);
+      check_partition_copy(items_selected_by<triple>(bits), 1);
       std::vector<std::uint8_t> flags(n);
       for (std::size_t i = 0; i < n; ++i)
         flags[i] = bits[i] ? 1 : 0;
@@ -571,6 +590,8 @@ TEST(select, empty_input_writes_a_zero_count) {
   expect_zero("select_flagged");
   ppat::partition(none, none, count.data(), 0, odd_key{});
   expect_zero("partition");
+  ppat::partition_copy(none, none, none, count.data(), 0, odd_key{});
+  expect_zero("partition_copy");
   ppat::unique(none, none, count.data(), 0);
   expect_zero("unique");
   ppat::unique_by_key(none, none, none, none, count.data(), 0);
@@ -708,6 +729,15 @@ TEST(select_arguments, bad_arguments_are_rejected) {
       std::invalid_argument);
   EXPECT_THROW(ppat::select_if(buffer, buffer + 2, &count, 4, odd_key{}), std::invalid_argument);
   EXPECT_THROW(ppat::partition(buffer, buffer, &count, 4, odd_key{}), std::invalid_argument);
+  EXPECT_THROW(ppat::partition_copy(buffer, buffer + 32, none, &count, 4, odd_key{}),
+               std::invalid_argument);
+  EXPECT_THROW(ppat::partition_copy(buffer, buffer + 32, buffer + 32, &count, 4, odd_key{}),
+               std::invalid_argument);
+  EXPECT_THROW(ppat::partition_copy(buffer, buffer + 32, buffer + 2, &count, 4, odd_key{}),
+               std::invalid_argument);
+  EXPECT_THROW(ppat::partition_copy(buffer, buffer + 32, buffer + 40,
+                                    reinterpret_cast<std::size_t*>(buffer + 40), 4, odd_key{}),
+               std::invalid_argument);
   EXPECT_THROW(
       ppat::select_flagged(buffer, static_cast<const char*>(nullptr), buffer + 32, &count, 4),
       std::invalid_argument);

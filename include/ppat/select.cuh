@@ -4,6 +4,8 @@
 //   ppat::select_if(in, out, num_selected, n, pred, stream)        the items pred accepts
 //   ppat::select_flagged(in, flags, out, num_selected, n, stream)  the items whose flag is set
 //   ppat::partition(in, out, num_selected, n, pred, stream)        accepted, then rejected
+//   ppat::partition_copy(in, out_selected, out_rejected, num_selected, n, pred, stream)
+//                                                                  the two apart, one pass
 //   ppat::unique(in, out, num_selected, n, stream)                 the first of each run
 //   ppat::unique_by_key(keys_in, values_in, keys_out, values_out, num_selected, n, stream)
 //   ppat::run_length_encode(in, unique_out, counts_out, num_runs, n, stream)
@@ -23,6 +25,8 @@
 // start is the total selected, which only the last tile learns, so over several tiles each
 // tile writes its rejected items from the end of `out` backwards, and a second kernel
 // (select/partition.cuh) reverses that run in place: the rejected items move twice.
+// partition_copy writes them to an output of their own, after those of the tiles before: the
+// tile's look-back tells it how many items those rejected too, so it moves each item once.
 //
 // reduce_by_key is a scan by key: it lives beside the scans by key, in scan/by_key.cuh.
 #pragma once
@@ -49,7 +53,8 @@
 namespace ppat {
 namespace detail {
 
-template <bool Partition, class T, class V, class Count, class Rule>
+template <rejected_items Rejected = rejected_items::dropped, class T, class V, class Count,
+          class Rule>
 void select(const select_buffers<T, V, Count, Rule>& io, const char* function, cudaStream_t stream);
 
 }  // namespace detail
@@ -57,7 +62,7 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function, c
 template <class T, class Pred>
 void select_if(const T* in, T* out, std::size_t* num_selected, std::size_t n, Pred pred,
                cudaStream_t stream = 0) {
-  detail::select<false>(
+  detail::select(
       detail::plain_selection<T, detail::predicate_rule<Pred>>{
           in, out, nullptr, nullptr, nullptr, num_selected, n, {pred}},
       "ppat::select_if", stream);
@@ -72,7 +77,7 @@ void select_flagged(const T* in, const Flag* flags, T* out, std::size_t* num_sel
   detail::require_disjoint(flags, n, out, detail::require_result_output(out, n, function, "out"),
                            function, "flags", "out");
   detail::require_disjoint(flags, n, num_selected, 1, function, "flags", "num_selected");
-  detail::select<false>(
+  detail::select(
       detail::plain_selection<T, detail::flag_rule<Flag>>{
           in, out, nullptr, nullptr, nullptr, num_selected, n, {flags}},
       function, stream);
@@ -81,16 +86,25 @@ void select_flagged(const T* in, const Flag* flags, T* out, std::size_t* num_sel
 template <class T, class Pred>
 void partition(const T* in, T* out, std::size_t* num_selected, std::size_t n, Pred pred,
                cudaStream_t stream = 0) {
-  detail::select<true>(
+  detail::select<detail::rejected_items::after_kept>(
       detail::plain_selection<T, detail::predicate_rule<Pred>>{
           in, out, nullptr, nullptr, nullptr, num_selected, n, {pred}},
       "ppat::partition", stream);
 }
 
+template <class T, class Pred>
+void partition_copy(const T* in, T* out_selected, T* out_rejected, std::size_t* num_selected,
+                    std::size_t n, Pred pred, cudaStream_t stream = 0) {
+  detail::select<detail::rejected_items::own_output>(
+      detail::plain_selection<T, detail::predicate_rule<Pred>>{
+          in, out_selected, nullptr, nullptr, nullptr, num_selected, n, {pred}, out_rejected},
+      "ppat::partition_copy", stream);
+}
+
 template <class T>
 void unique(const T* in, T* out, std::size_t* num_selected, std::size_t n,
             cudaStream_t stream = 0) {
-  detail::select<false>(
+  detail::select(
       detail::plain_selection<T, detail::run_head_rule>{
           in, out, nullptr, nullptr, nullptr, num_selected, n, {}},
       "ppat::unique", stream);
@@ -99,7 +113,7 @@ void unique(const T* in, T* out, std::size_t* num_selected, std::size_t n,
 template <class K, class V>
 void unique_by_key(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
                    std::size_t* num_selected, std::size_t n, cudaStream_t stream = 0) {
-  detail::select<false>(
+  detail::select(
       detail::select_buffers<K, V, detail::no_values, detail::run_head_rule>{
           keys_in, keys_out, values_in, values_out, nullptr, num_selected, n, {}},
       "ppat::unique_by_key", stream);
@@ -116,7 +130,7 @@ template <class T, class Count>
 void run_length_encode(const T* in, T* unique_out, Count* counts_out, std::size_t* num_runs,
                        std::size_t n, cudaStream_t stream = 0) {
   static_assert(std::is_integral_v<Count>, "ppat::run_length_encode: counts are integers");
-  detail::select<false>(
+  detail::select(
       detail::select_buffers<T, detail::no_values, Count, detail::run_head_rule>{
           in, unique_out, nullptr, nullptr, counts_out, num_runs, n, {}},
       "ppat::run_length_encode", stream);
@@ -124,7 +138,7 @@ void run_length_encode(const T* in, T* unique_out, Count* counts_out, std::size_
 
 namespace detail {
 
-template <bool Partition, class T, class V, class Count, class Rule>
+template <rejected_items Rejected, class T, class V, class Count, class Rule>
 void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
             cudaStream_t stream) {
   using buffers = select_buffers<T, V, Count, Rule>;
@@ -132,7 +146,11 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   constexpr bool has_counts = buffers::has_counts;
   const std::size_t n = io.n;
   const char* const in_name = has_values ? "keys_in" : "in";
-  const char* const out_name = has_values ? "keys_out" : has_counts ? "unique_out" : "out";
+  constexpr bool own_rejected = Rejected == rejected_items::own_output;
+  const char* const out_name = has_values     ? "keys_out"
+                               : has_counts   ? "unique_out"
+                               : own_rejected ? "out_selected"
+                                              : "out";
   const char* const count_name = has_counts ? "num_runs" : "num_selected";
   require_buffer(io.in, n, function, in_name);
   require_buffer(io.num_selected, 1, function, count_name);
@@ -140,7 +158,7 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   // partition's output holds all n items; the others' hold what the data keeps, and only
   // their first item is certain (require_result_output).
   const auto output_extent = [&](const auto* out, const char* name) {
-    if constexpr (Partition) {
+    if constexpr (Rejected == rejected_items::after_kept) {
       require_buffer(out, n, function, name);
       return n;
     } else {
@@ -151,6 +169,14 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   require_disjoint(io.in, n, io.out, out_extent, function, in_name, out_name);
   require_disjoint(io.in, n, io.num_selected, 1, function, in_name, count_name);
   require_disjoint(io.out, out_extent, io.num_selected, 1, function, out_name, count_name);
+  if constexpr (own_rejected) {
+    const std::size_t rejected_extent = output_extent(io.rejected_out, "out_rejected");
+    require_disjoint(io.in, n, io.rejected_out, rejected_extent, function, in_name, "out_rejected");
+    require_disjoint(io.out, out_extent, io.rejected_out, rejected_extent, function, out_name,
+                     "out_rejected");
+    require_disjoint(io.rejected_out, rejected_extent, io.num_selected, 1, function, "out_rejected",
+                     count_name);
+  }
   if constexpr (has_values) {
     require_buffer(io.values_in, n, function, "values_in");
     const std::size_t values_extent = output_extent(io.values_out, "values_out");
@@ -181,6 +207,7 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   }
   require_device_readable(io.in, n, call, in_name);
   require_device_readable(io.out, n, call, out_name);
+  if constexpr (own_rejected) require_device_readable(io.rejected_out, n, call, "out_rejected");
   if constexpr (has_values) {
     require_device_readable(io.values_in, n, call, "values_in");
     require_device_readable(io.values_out, n, call, "values_out");
@@ -203,15 +230,15 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   const bool aligned = (!one_access<T, vec> || aligned_to(io.in, 16)) &&
                        (!vector_values || aligned_to(io.values_in, 16));
   if (aligned) {
-    select_kernel<shape, Partition, true>
+    select_kernel<shape, Rejected, true>
         <<<unsigned(tiles), shape::threads, 0, call.stream()>>>(io, state);
   } else if constexpr (vector_loads) {
-    select_kernel<shape, Partition, false>
+    select_kernel<shape, Rejected, false>
         <<<unsigned(tiles), shape::threads, 0, call.stream()>>>(io, state);
   }
   check_launch(function, "select_kernel");
   flags.release();
-  if (Partition && tiles > 1) {
+  if (Rejected == rejected_items::after_kept && tiles > 1) {
     // As many blocks as the most rejected items need; those past the real count return.
     using reverse = reverse_shape<T>;
     reverse_rejected_kernel<<<unsigned(ceil_div(n / 2, reverse::items)), reverse::threads, 0,

@@ -79,7 +79,7 @@ void select_if(ncclComm_t comm, const T* in, T* out, std::size_t* num_selected,
   detail::agree_on_arguments(comm, call, [&] {
     detail::require_selection_arguments(in, out, n, num_selected, selected_before, n, call);
   });
-  detail::select<false>(
+  detail::select(
       detail::plain_selection<T, detail::predicate_rule<Pred>>{
           in, out, nullptr, nullptr, nullptr, num_selected, n, {pred}},
       function, call.stream());
@@ -114,7 +114,7 @@ void select_if_balanced(ncclComm_t comm, const T* in, T* out, std::size_t* num_s
   });
   detail::temporary_buffer<T> kept(n, call);
   detail::temporary_buffer<std::size_t> kept_count(1, call);
-  detail::select<false>(
+  detail::select(
       detail::plain_selection<T, detail::predicate_rule<Pred>>{
           in, kept.data(), nullptr, nullptr, nullptr, kept_count.data(), n, {pred}},
       function, call.stream());

@@ -6,7 +6,7 @@
 //                      offsets), and the tile's tally, published at once for the tiles after
 //   stage_tile         warp 0 learns what the tiles before kept (core/lookback.cuh) while the
 //                      other warps stage the tile in shared memory in output order
-//   store_tile         the kept run (and partition's rejected one) as whole 16-byte vectors
+//   store_tile         the kept run (and the partitions' rejected one) as whole 16-byte vectors
 //   write_run_lengths  run_length_encode's counts, from the staged positions of run heads
 //
 // No register holds an item while the tile waits on the look-back.
@@ -54,6 +54,10 @@ struct select_tally {
   }
 };
 constexpr std::size_t select_max_items = (std::size_t{1} << 48) - 1;
+
+// Where a selection's rejected items go: nowhere (the selections), after the kept ones in
+// `out` (partition), or to an output of their own (partition_copy).
+enum class rejected_items { dropped, after_kept, own_output };
 
 struct tally_op {
   static constexpr bool any_order = true;
@@ -261,11 +265,11 @@ __device__ __forceinline__ void publish_count(const select_tile<Shape>& tile,
   });
 }
 
-// Kept items at their ranks, then (partition) the rejected ones; over several tiles those go
-// in reverse, as they are written from the end of `out`. Warp 0 stages its part once it
-// knows the prefix: a tile waits only on the look-back.
-template <class Shape, bool Partition, class T, class V, class Count, class Rule, class Items,
-          class Values>
+// Kept items at their ranks, then (the partitions) the rejected ones; for partition over
+// several tiles those go in reverse, as they are written from the end of `out`. Warp 0
+// stages its part once it knows the prefix: a tile waits only on the look-back.
+template <class Shape, rejected_items Rejected, class T, class V, class Count, class Rule,
+          class Items, class Values>
 __device__ __forceinline__ void stage_tile(
     select_buffers<T, V, Count, Rule> io, const select_tile<Shape>& tile, const Items& items,
     const Values& values, const unsigned (&selected)[Shape::rows],
@@ -299,10 +303,10 @@ __device__ __forceinline__ void stage_tile(
         if constexpr (has_values_of<V>) staged_second[rank] = values[r][j];
         if constexpr (std::is_same_v<typename staging::second_kind, std::uint16_t>)
           staged_second[rank] = std::uint16_t(position);
-      } else if (Partition && position < tile.items(io.n)) {
+      } else if (Rejected != rejected_items::dropped && position < tile.items(io.n)) {
         const unsigned rejected_rank = position - rank;
-        staged_items[tile_count +
-                     (state.tiles == 1 ? rejected_rank : tile_rejected - 1 - rejected_rank)] =
+        const bool reversed = Rejected == rejected_items::after_kept && state.tiles > 1;
+        staged_items[tile_count + (reversed ? tile_rejected - 1 - rejected_rank : rejected_rank)] =
             items[r][j];
       }
     }
@@ -310,7 +314,7 @@ __device__ __forceinline__ void stage_tile(
   __syncthreads();
 }
 
-template <class Shape, bool Partition, class T, class V, class Count, class Rule>
+template <class Shape, rejected_items Rejected, class T, class V, class Count, class Rule>
 __device__ __forceinline__ void store_tile(select_buffers<T, V, Count, Rule> io,
                                            const select_tile<Shape>& tile, unsigned tiles,
                                            select_tile_storage<Shape, T, V, Count>& storage) {
@@ -325,13 +329,15 @@ __device__ __forceinline__ void store_tile(select_buffers<T, V, Count, Rule> io,
         reinterpret_cast<const typename staging::second_kind*>(&storage.staged.second[0]),
         int(tile_count));
   }
-  if constexpr (Partition) {
-    // One tile knows the total kept: its rejected items go right after them. Over several
-    // tiles, a tile's run ends where the rejected items of the tiles before it start.
+  if constexpr (Rejected != rejected_items::dropped) {
+    // partition_copy's rejected items follow those of the tiles before. partition's: one
+    // tile knows the total kept, so they go right after them; over several tiles, a tile's
+    // run ends where the rejected items of the tiles before it start.
     const unsigned tile_rejected = tile.items(io.n) - tile_count;
     const std::uint64_t rejected_before = tile.first - kept_before;
-    T* const to =
-        tiles == 1 ? io.out + tile_count : io.out + (io.n - rejected_before - tile_rejected);
+    T* const to = Rejected == rejected_items::own_output ? io.rejected_out + rejected_before
+                  : tiles == 1                           ? io.out + tile_count
+                               : io.out + (io.n - rejected_before - tile_rejected);
     store_staged<Shape::threads>(to, staged_items + tile_count, int(tile_rejected));
   }
 }
@@ -359,7 +365,8 @@ __device__ __forceinline__ void write_run_lengths(
 }
 
 // The steps, in order.
-template <class Shape, bool Partition, bool Aligned, class T, class V, class Count, class Rule>
+template <class Shape, rejected_items Rejected, bool Aligned, class T, class V, class Count,
+          class Rule>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     select_kernel(select_buffers<T, V, Count, Rule> io, lookback_state<select_tally> state) {
   using storage_type = select_tile_storage<Shape, T, V, Count>;
@@ -380,9 +387,8 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   const warp_ranks<Shape::rows> ranks = rank_in_warp<Shape::rows, Shape::vec>(selected);
   select_tally tile_tally{};  // warp 0's
   publish_count(tile, selected, ranks.total, state, storage, tile_tally);
-  stage_tile<Shape, Partition>(io, tile, items, values, selected, ranks, tile_tally, state,
-                               storage);
-  store_tile<Shape, Partition>(io, tile, state.tiles, storage);
+  stage_tile<Shape, Rejected>(io, tile, items, values, selected, ranks, tile_tally, state, storage);
+  store_tile<Shape, Rejected>(io, tile, state.tiles, storage);
   if constexpr (storage_type::has_counts) write_run_lengths(io, tile, storage);
 }
 
