@@ -1,7 +1,9 @@
 // Stream compaction and its relatives beside CUB: select_if (50% and 5% kept),
-// select_flagged, partition, unique, unique_by_key, reduce_by_key and run_length_encode, and
-// the textbook rungs of select_if. Bytes that must move: every input read once, and what is
-// kept written once (the count's 8 bytes aside); for partition, every item written.
+// select_flagged, partition, partition_copy, unique, unique_by_key, reduce_by_key and
+// run_length_encode, and the textbook rungs of select_if. Bytes that must move: every input
+// read once, and what is kept written once (the count's 8 bytes aside); for the partitions,
+// every item written. CUB gets its own operators (cuda::std::plus), which it has fast paths
+// for.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -9,6 +11,7 @@
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_select.cuh>
+#include <cuda/std/functional>
 
 #include <functional>
 #include <string>
@@ -220,6 +223,17 @@ void select_cases(session& s, std::size_t n) {
       ppat::partition(in[k].data(), out[k].data(), count, n, pred, stream);
     };
     run_select_case(s, spec, sets);
+
+    // The two parts in outputs of their own, against the same CUB call: what a caller who
+    // needs them apart would otherwise run. The kept items are compared.
+    select_case_spec copy_spec = base_spec("partition_copy", "cub::DevicePartition::If");
+    copy_spec.label += ", two outputs";
+    copy_spec.writes_every_item = true;
+    copy_spec.cub = std::ref(cub_partition);
+    copy_spec.ppat = [&, pred](int k, std::size_t* count) {
+      ppat::partition_copy(in[k].data(), out[k].data(), out2[k].data(), count, n, pred, stream);
+    };
+    run_select_case(s, copy_spec, sets);
   }
 
   {
@@ -256,7 +270,7 @@ void select_cases(session& s, std::size_t n) {
   {
     cub_call cub_reduce_by_key([&](void* temp, std::size_t& bytes, int k, std::size_t* count) {
       return cub::DeviceReduce::ReduceByKey(temp, bytes, keys[k].data(), output(k), in[k].data(),
-                                            output2(k), count, ppat::plus{}, items, stream);
+                                            output2(k), count, cuda::std::plus<>{}, items, stream);
     });
     select_case_spec spec = base_spec("reduce_by_key", "cub::DeviceReduce::ReduceByKey");
     spec.label += " / " + type + " values, sum, runs of 4";
