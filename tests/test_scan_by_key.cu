@@ -69,10 +69,11 @@ void check_by_key(kind k, const std::vector<K>& keys, const std::vector<T>& in, 
       << "write outside a buffer";
 }
 
-// Tile boundaries for 4-byte values (4096 items: 16 KB of 8-byte segmented items) and
-// look-back groups of 32 tiles, primes, and 2^20 + 3.
-const std::size_t sizes[] = {1,    2,    31,    32,     33,     4095,    4096,   4097,
-                             8191, 8193, 65521, 131071, 131073, 1048579, 4194305};
+// Tile boundaries for 4-byte values (8192 items; 6144 for 8-byte ones) and look-back windows
+// of 32 tiles (262144 items), primes, and 2^20 + 3.
+const std::size_t sizes[] = {1,      2,      31,     32,      33,     4095,  4096,
+                             4097,   6145,   8191,   8192,    8193,   65521, 131071,
+                             131073, 262143, 262145, 1048579, 4194305};
 
 TEST(scan_by_key, segment_lengths_from_one_to_one_segment) {
   PPAT_REQUIRE_GPU();

@@ -130,12 +130,15 @@ struct by_key_source {
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
 };
 
-// By key (i32 keys and f32 values): 96 bytes of values a thread at 4 tiles an SM (a few bytes
-// spill), the fastest of 48, 64 and 96 (docs/patterns.md, "Scan", how it got here).
-template <class Item>
-using scan_by_key_tuning = std::conditional_t<
-    sizeof(Item) < 4, tuning<256, 96, 3>,
-    std::conditional_t<sizeof(Item) <= 8, tuning<256, 96, 4>, tuning<256, 96, 2>>>;
+// By key, u32 keys: 128 bytes of values a thread at 3 tiles an SM for 4-byte values, 192 at 2
+// for 8-byte ones, 128 at 2 for 1- and 2-byte ones, each the fastest of the shapes measured
+// (docs/patterns.md, "Scan", how it got here); larger values 96 bytes at 2.
+template <class T>
+using scan_by_key_tuning =
+    std::conditional_t<sizeof(T) < 4, tuning<256, 128, 2>,
+                       std::conditional_t<sizeof(T) == 4, tuning<256, 128, 3>,
+                                          std::conditional_t<sizeof(T) == 8, tuning<256, 192, 2>,
+                                                             tuning<256, 96, 2>>>>;
 template <bool Exclusive, class K, class T, class Op>
 void scan_by_key(const K* keys, const T* in, T* out, std::size_t n, T init, Op op,
                  cudaStream_t stream, const char* function) {
@@ -239,11 +242,13 @@ struct segment_reduce_source {
   }
 };
 
-// The scan kernel's policy for reduce_by_key: the bytes of 24 values a thread, at most 8 rows
-// (16 values for 16-item vectors), each value a (value, 64-bit count) pair while the tile is
-// scanned, 3 tiles an SM.
+// The scan kernel's policy for reduce_by_key, each value a (value, 64-bit count) pair while
+// the tile is scanned: 4-byte values 32 a thread at 2 tiles an SM, others the bytes of 24
+// values at 3; at most 8 rows (16 values for 16-item vectors) (docs/patterns.md, "Stream
+// compaction").
 template <class V>
-using segment_reduce_tuning = tuning<256, 24 * int(sizeof(V)), 3>;
+using segment_reduce_tuning =
+    std::conditional_t<sizeof(V) == 4, tuning<256, 128, 2>, tuning<256, 24 * int(sizeof(V)), 3>>;
 template <class V, int Vec>
 using segment_reduce_shape =
     scan_tile_shape<segment_reduce_tuning<V>, Vec,
