@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 
 #include "device.cuh"
@@ -80,6 +81,24 @@ void allow_dynamic_shared_bytes(Kernel kernel, std::size_t bytes, const call_con
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "cudaFuncSetAttribute");
   }
+}
+
+// Blocks of `Kernel` (of `threads` threads and `shared_bytes` of dynamic shared memory) that
+// fit on the call's GPU at once, asked of the runtime once per device.
+template <auto Kernel>
+std::size_t resident_blocks(int threads, std::size_t shared_bytes, const call_context& call) {
+  constexpr int most_devices = 64;
+  static std::atomic<int> per_sm[most_devices] = {};
+  if (call.device() >= most_devices) return 0;
+  int blocks = per_sm[call.device()].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    allow_dynamic_shared_bytes(Kernel, shared_bytes, call);
+    call.check(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, threads, shared_bytes),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    per_sm[call.device()].store(blocks, std::memory_order_relaxed);
+  }
+  return std::size_t(blocks) * std::size_t(call.limits().sm_count);
 }
 
 }  // namespace ppat::detail

@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <type_traits>
 
@@ -115,19 +114,8 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
 // Blocks of the one-launch kernel that fit on the GPU at once, queried once per device.
 template <class Shape, class K, class V>
 std::size_t resident_tiles(const call_context& call) {
-  constexpr int most_devices = 64;
-  constexpr std::size_t shared_bytes = sizeof(one_launch_storage<Shape, K, V>);
-  static std::atomic<int> per_sm[most_devices] = {};
-  if (call.device() >= most_devices) return 0;
-  int blocks = per_sm[call.device()].load(std::memory_order_relaxed);
-  if (blocks == 0) {
-    allow_dynamic_shared_bytes(one_launch_sort_kernel<Shape, K, V>, shared_bytes, call);
-    call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &blocks, one_launch_sort_kernel<Shape, K, V>, Shape::threads, shared_bytes),
-               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    per_sm[call.device()].store(blocks, std::memory_order_relaxed);
-  }
-  return std::size_t(blocks) * std::size_t(call.limits().sm_count);
+  return resident_blocks<one_launch_sort_kernel<Shape, K, V>>(
+      Shape::threads, sizeof(one_launch_storage<Shape, K, V>), call);
 }
 
 template <class Shape, class K, class V>

@@ -31,13 +31,13 @@ template <class K, class V>
 using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 
 // Keys warp-striped as in sort/tile.cuh; after each pass a thread takes back the keys (and
-// values) at its positions of the staged digit order, which keeps the next pass stable.
+// values) at its positions of the staged digit order, which keeps the next pass stable. The
+// storage is free again when it returns. A segmented sort runs it on each small segment.
 template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
-    one_tile_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                         unsigned n, radix_passes passes, order ord, int end_bit) {
+__device__ void sort_in_one_tile(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                                 unsigned n, radix_passes passes, order ord, int end_bit,
+                                 tile_storage<Shape, K, V>& storage) {
   constexpr int items = Shape::items;
-  auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
   const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
   const unsigned lane = unsigned(lane_id());
   K keys[items];
@@ -80,6 +80,14 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
       if constexpr (has_values_of<V>) values_out[at] = values[i];
     }
   }
+}
+
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    one_tile_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                         unsigned n, radix_passes passes, order ord, int end_bit) {
+  sort_in_one_tile<Shape>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
+                          dynamic_shared_storage<tile_storage<Shape, K, V>>());
 }
 
 template <class Shape, class K, class V>

@@ -72,6 +72,17 @@ struct onesweep_pass {
   unsigned long long* next_starts;   // the next portion's, or null
 };
 
+// Where one tile of a pass sits: its keys from `first` of the pass's input, `valid` of them;
+// its look-back walks back to `chain_first`, the first tile whose keys share its digit starts
+// (`starts`): tile 0 of a portion, or a segment's first tile in a segmented sort.
+struct pass_tile {
+  unsigned tile;
+  unsigned chain_first;
+  std::size_t first;
+  unsigned valid;
+  const unsigned long long* starts;
+};
+
 // Shared memory of one tile: the block radix rank's, and the keys staged in the bytes of its
 // words once the warps have ranked them.
 template <class Shape, class K, class V>
@@ -155,25 +166,26 @@ __device__ __forceinline__ void stage_in_digit_order(const K (&keys)[Shape::item
   }
 }
 
-// Thread d < radix: how many keys of digit d the tiles before this one hold, from the newest
-// inclusive count back, reading `lookback_window` tiles at a time; then this tile's
-// inclusive count for the tiles after it. Where the tile's keys of digit d go follows, and
-// the last tile of a portion hands the next portion its digit starts.
+// Thread d < radix: how many keys of digit d the tiles of the chain before this one hold,
+// from the newest inclusive count back, reading `lookback_window` tiles at a time; then this
+// tile's inclusive count for the tiles after it. Where the tile's keys of digit d go follows,
+// and the last tile of a portion hands the next portion its digit starts.
 template <class Shape, class K, class V>
 __device__ __forceinline__ void look_back_digit_starts(const onesweep_pass<K, V>& pass,
-                                                       unsigned tile, unsigned tile_count,
+                                                       const pass_tile& place, unsigned tile_count,
                                                        unsigned tile_start,
                                                        tile_storage<Shape, K, V>& storage) {
   const unsigned d = threadIdx.x;
   if (d >= radix) return;
-  unsigned before = 0;  // a portion holds fewer than 2^30 keys
-  if (tile > 0) {
+  const unsigned tile = place.tile;
+  unsigned before = 0;  // a chain holds fewer than 2^30 keys
+  if (tile > place.chain_first) {
     int newest = int(tile) - 1;
     for (;;) {
       unsigned words[lookback_window];
 #pragma unroll
       for (int w = 0; w < lookback_window; ++w) {
-        words[w] = newest >= w
+        words[w] = newest - w >= int(place.chain_first)
                        ? device_atomic<unsigned>(pass.published[unsigned(newest - w) * radix + d])
                              .load(cuda::memory_order_relaxed)
                        : count_inclusive;
@@ -199,7 +211,7 @@ __device__ __forceinline__ void look_back_digit_starts(const onesweep_pass<K, V>
     atomicExch(&pass.published[std::size_t(tile) * radix + d],
                count_inclusive | (before + tile_count));
   }
-  const unsigned long long start = pass.starts[d] + before;
+  const unsigned long long start = place.starts[d] + before;
   const unsigned long long first_place = start - tile_start;
   storage.digit_keys_to[d] =
       reinterpret_cast<unsigned long long>(pass.keys_out) + first_place * sizeof(K);
@@ -233,16 +245,13 @@ __device__ __forceinline__ void scatter_staged(const onesweep_pass<K, V>& pass, 
 // ---- The tile ---------------------------------------------------------------------------------
 
 template <class Shape, bool FromL2, bool Full, class K, class V>
-__device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
+__device__ void sort_tile_of(const onesweep_pass<K, V>& pass, const pass_tile& place,
                              tile_storage<Shape, K, V>& storage) {
   static_assert(Shape::threads >= radix, "a thread a digit");
-  const std::size_t tile_first = std::size_t(tile) * Shape::tile_items;
-  const unsigned valid =
-      Full ? unsigned(Shape::tile_items)
-           : unsigned(min(pass.count - tile_first, std::size_t(Shape::tile_items)));
+  const unsigned valid = Full ? unsigned(Shape::tile_items) : place.valid;
   K keys[Shape::items];
   value_or_char<V> values[Shape::items];
-  load_tile_keys<Shape, FromL2, Full>(pass, tile_first, valid, keys, values);
+  load_tile_keys<Shape, FromL2, Full>(pass, place.first, valid, keys, values);
   unsigned ranks[Shape::items];
   rank_in_warps<Shape::items, Full>([&](int i) { return pass.digit(keys[i]); }, valid,
                                     pass.digit.mask, storage.lanes, ranks);
@@ -251,27 +260,36 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, unsigned tile,
   // Thread d: the tile's count of digit d, published at once.
   const unsigned tile_count = tile_digit_count(storage.lanes, storage.rank, valid, pass.digit.mask);
   if (threadIdx.x < radix) {
-    atomicExch(&pass.published[std::size_t(tile) * radix + threadIdx.x],
-               (tile == 0 ? count_inclusive : count_aggregate) | tile_count);
+    atomicExch(&pass.published[std::size_t(place.tile) * radix + threadIdx.x],
+               (place.tile == place.chain_first ? count_inclusive : count_aggregate) | tile_count);
   }
   const unsigned tile_start = add_tile_starts(storage.rank, tile_count);
   __syncthreads();
   stage_in_digit_order<Shape, Full>(keys, valid, values, ranks, storage);
-  look_back_digit_starts(pass, tile, tile_count, tile_start, storage);
+  look_back_digit_starts(pass, place, tile_count, tile_start, storage);
   __syncthreads();
   scatter_staged<Shape, Full>(pass, valid, storage);
   __syncthreads();  // before the block's next tile reuses the storage
 }
 
-// Every tile but the last is full, and sorts without a bound check a key.
+// A tile of `valid` keys; full tiles sort without a bound check a key.
+template <class Shape, bool FromL2, class K, class V>
+__device__ void sort_tile_at(const onesweep_pass<K, V>& pass, const pass_tile& place,
+                             tile_storage<Shape, K, V>& storage) {
+  if (place.valid == unsigned(Shape::tile_items)) {
+    sort_tile_of<Shape, FromL2, true>(pass, place, storage);
+  } else {
+    sort_tile_of<Shape, FromL2, false>(pass, place, storage);
+  }
+}
+
+// Tile `tile` of a portion, whose tiles form one chain: every tile but the last is full.
 template <class Shape, bool FromL2, class K, class V>
 __device__ void sort_tile(const onesweep_pass<K, V>& pass, unsigned tile,
                           tile_storage<Shape, K, V>& storage) {
-  if ((std::size_t(tile) + 1) * Shape::tile_items <= pass.count) {
-    sort_tile_of<Shape, FromL2, true>(pass, tile, storage);
-  } else {
-    sort_tile_of<Shape, FromL2, false>(pass, tile, storage);
-  }
+  const std::size_t first = std::size_t(tile) * Shape::tile_items;
+  const unsigned valid = unsigned(min(pass.count - first, std::size_t(Shape::tile_items)));
+  sort_tile_at<Shape, FromL2>(pass, pass_tile{tile, 0, first, valid, pass.starts}, storage);
 }
 
 }  // namespace ppat::detail
