@@ -1,14 +1,17 @@
 // Radix sort beside CUB's DeviceRadixSort: keys of every width, pairs, a 16-bit range of a
-// 32-bit key, and the textbook rungs on u32 keys. Bytes that must move: the keys (and
-// values) read once and written once; a sort makes several passes, so the percentage of copy
-// says how close the whole sort comes to one pass at copy speed.
+// 32-bit key, and the textbook rungs on u32 keys; segmented sorts beside CUB's
+// DeviceSegmentedSort, segments of one length given by offsets and as rows of a matrix. Bytes that
+// must move: the keys (and values) read once and written once; a sort makes several passes, so the
+// percentage of copy says how close the whole sort comes to one pass at copy speed.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "type_names.hpp"
@@ -154,6 +157,75 @@ void sort_case(session& s, std::size_t n, const sort_spec& spec) {
   s.run(c);
 }
 
+// u32/u32 pairs in segments of `length` keys (n rounded down to whole segments), stable,
+// ascending: CUB's StableSortPairs and ppat's segmented_sort_pairs from one offset array,
+// and ppat's sort_pairs_batched on the same keys as rows.
+void segmented_sort_case(session& s, std::size_t n, std::size_t length) {
+  using key = std::uint32_t;
+  const cudaStream_t stream = s.stream();
+  const std::size_t segments = n / length;
+  n = segments * length;
+  const double bytes_per_key = 2.0 * (sizeof(key) + sizeof(key));
+  const int sets = s.rotation_sets(bytes_per_key * n);
+  std::vector<device_array<key>> keys_in(sets), keys_out(sets), values_in(sets), values_out(sets);
+  for (int k = 0; k < sets; ++k) {
+    keys_in[k] = device_array<key>(n);
+    keys_out[k] = device_array<key>(n);
+    values_in[k] = device_array<key>(n);
+    values_out[k] = device_array<key>(n);
+    fill_keys(keys_in[k].data(), n, 9200 + k);
+    fill_uniform(values_in[k].data(), n, 0, 1e6, 9300 + k);
+  }
+  std::vector<int> host_offsets(segments + 1);
+  for (std::size_t i = 0; i <= segments; ++i)
+    host_offsets[i] = int(i * length);
+  device_array<int> offsets(segments + 1);
+  check(cudaMemcpy(offsets.data(), host_offsets.data(), (segments + 1) * sizeof(int),
+                   cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  device_array<key> cub_keys(n), cub_values(n);
+  const auto keys_to = [&](int k) { return k == 0 ? cub_keys.data() : keys_out[k].data(); };
+  const auto values_to = [&](int k) { return k == 0 ? cub_values.data() : values_out[k].data(); };
+  cub_sort cub([&](void* temp, std::size_t& bytes, int k) {
+    return cub::DeviceSegmentedSort::StableSortPairs(
+        temp, bytes, keys_in[k].data(), keys_to(k), values_in[k].data(), values_to(k), int(n),
+        int(segments), offsets.data(), offsets.data() + 1, stream);
+  });
+  const auto matches_cub = [&] {
+    return count_differences(keys_out[0].data(), cub_keys.data(), n * sizeof(key)) == 0 &&
+           count_differences(values_out[0].data(), cub_values.data(), n * sizeof(key)) == 0;
+  };
+
+  bench_case c;
+  c.pattern = "sort";
+  c.label = "segmented pairs u32 / u32, segments of " + std::to_string(length);
+  c.type = "u32";
+  c.n = n;
+  c.bytes = bytes_per_key * n;
+  c.keys_per_second = true;
+  c.sets = sets;
+  c.copy_bytes = c.bytes / 2;
+  c.baseline = "cub::DeviceSegmentedSort::StableSortPairs";
+  c.variants.push_back({c.baseline, std::ref(cub), nullptr});
+  c.variants.push_back({"ppat::segmented_sort_pairs",
+                        [&](int k) {
+                          ppat::segmented_sort_pairs(keys_in[k].data(), keys_out[k].data(),
+                                                     values_in[k].data(), values_out[k].data(), n,
+                                                     segments, offsets.data(), offsets.data() + 1,
+                                                     ppat::order::ascending, stream);
+                        },
+                        matches_cub});
+  c.variants.push_back({"ppat::sort_pairs_batched",
+                        [&](int k) {
+                          ppat::sort_pairs_batched(keys_in[k].data(), keys_out[k].data(),
+                                                   values_in[k].data(), values_out[k].data(),
+                                                   segments, length, ppat::order::ascending,
+                                                   stream);
+                        },
+                        matches_cub});
+  s.run(c);
+}
+
 }  // namespace
 
 void bench_sort(session& s) {
@@ -179,6 +251,10 @@ void bench_sort(session& s) {
     if (s.wants_type("u16", default_types)) sort_case<std::uint16_t, void>(s, n, {});
     if (s.wants_type("i32", default_types)) sort_case<std::int32_t, void>(s, n, {});
     if (s.wants_type("i64", default_types)) sort_case<std::int64_t, void>(s, n, {});
+    if (s.wants_type("u32", default_types)) {
+      for (std::size_t length : {16, 100, 1000, 10000})
+        if (length <= n && n < (std::size_t{1} << 31)) segmented_sort_case(s, n, length);
+    }
   }
 }
 

@@ -282,6 +282,38 @@ int self_check() {
           ppat::sort_pairs(keys_in, keys_out, values_in, values_out, n);
         });
   });
+  // Segmented: lengths from 1 key to several tiles of every SM (each path), one offset array.
+  std::vector<long long> offsets{0};
+  const long long lengths[] = {1, 7, 16, 100, 300, 2500, 9000, 60000};
+  for (std::size_t i = 0; offsets.back() < (long long)n; ++i)
+    offsets.push_back(std::min((long long)n, offsets.back() + lengths[i % std::size(lengths)]));
+  std::vector<unsigned> segment_sorted(n);
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    const std::vector<int> segment(small.begin() + offsets[i], small.begin() + offsets[i + 1]);
+    const auto order = ppat_reference::sorted_positions(segment, /*descending=*/false);
+    for (std::size_t j = 0; j < order.size(); ++j)
+      segment_sorted[std::size_t(offsets[i]) + j] = unsigned(std::size_t(offsets[i]) + order[j]);
+  }
+  report("segmented_sort_pairs", [&] {
+    return run_and_compare<int, unsigned>(small, segment_sorted, [&](const int* in, unsigned* out) {
+      with_keys_out([&](int* keys_out) {
+        with_values_in([&](const unsigned* values) {
+          long long* device_offsets = nullptr;
+          check_cuda(cudaMalloc(&device_offsets, offsets.size() * sizeof(long long)));
+          check_cuda(cudaMemcpy(device_offsets, offsets.data(), offsets.size() * sizeof(long long),
+                                cudaMemcpyHostToDevice));
+          try {
+            ppat::segmented_sort_pairs(in, keys_out, values, out, n, offsets.size() - 1,
+                                       device_offsets, device_offsets + 1);
+          } catch (...) {
+            (void)cudaFree(device_offsets);
+            throw;
+          }
+          check_cuda(cudaFree(device_offsets));
+        });
+      });
+    });
+  });
   report("textbook::reduce_then_scan_sort_pairs", [&] {
     return check_pairs(
         [&](const int* keys_in, int* keys_out, const unsigned* values_in, unsigned* values_out) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -281,6 +282,26 @@ class device_buffer {
   std::size_t count_;
   std::size_t guard_;
 };
+
+// Buffers with 64 guard items a side, holding `items` or poisoned.
+template <class T>
+std::unique_ptr<device_buffer<T>> on_device(const std::vector<T>& items) {
+  return std::make_unique<device_buffer<T>>(items, 64);
+}
+template <class T>
+std::unique_ptr<device_buffer<T>> poisoned(std::size_t n) {
+  auto buffer = std::make_unique<device_buffer<T>>(n, 64);
+  buffer->poison();
+  return buffer;
+}
+
+// A key of type K whose bytes are the low bytes of `bits` (little-endian).
+template <class K>
+K key_with_bits(std::uint64_t bits) {
+  K key;
+  std::memcpy(static_cast<void*>(&key), &bits, sizeof(K));
+  return key;
+}
 
 // Index of the first element where `actual` and `expected` differ (bitwise for floats, so
 // that a NaN left by the poison never matches), or -1 when all agree.

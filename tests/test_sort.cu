@@ -26,6 +26,9 @@
 namespace {
 
 using ppat_test::device_buffer;
+using ppat_test::key_with_bits;
+using ppat_test::on_device;
+using ppat_test::poisoned;
 
 struct wide {  // a 16-byte value
   std::uint32_t a, b, c, d;
@@ -34,13 +37,6 @@ struct wide {  // a 16-byte value
 template <class K>
 constexpr bool is_float_key =
     std::is_floating_point_v<K> || std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
-
-template <class K>
-K key_with_bits(std::uint64_t bits) {
-  K key;
-  std::memcpy(static_cast<void*>(&key), &bits, sizeof(K));  // the low bytes (little-endian)
-  return key;
-}
 
 template <class K>
 std::vector<std::size_t> sorted_positions(const std::vector<K>& keys, ppat::order ord,
@@ -190,19 +186,6 @@ bool all_poison(const std::vector<T>& items) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(items.data());
   return std::all_of(bytes, bytes + items.size() * sizeof(T),
                      [](unsigned char b) { return b == ppat_test::poison_byte; });
-}
-
-template <class T>
-std::unique_ptr<device_buffer<T>> on_device(const std::vector<T>& items) {
-  auto buffer = std::make_unique<device_buffer<T>>(items.size(), 64);
-  buffer->upload(items);
-  return buffer;
-}
-template <class T>
-std::unique_ptr<device_buffer<T>> poisoned(std::size_t n) {
-  auto buffer = std::make_unique<device_buffer<T>>(n, 64);
-  buffer->poison();
-  return buffer;
 }
 
 // Sorts `keys` (with `values`, unless V is void) through `sort` and expects the host's

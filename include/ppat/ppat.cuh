@@ -11,6 +11,7 @@
 #include "histogram.cuh"
 #include "reduce.cuh"
 #include "scan.cuh"
+#include "segmented.cuh"
 #include "select.cuh"
 #include "sort.cuh"
 #include "transpose.cuh"

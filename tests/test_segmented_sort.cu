@@ -1,0 +1,506 @@
+// Segmented and batched sorts against a host stable sort of each segment: segment layouts
+// from many tiny segments to one that covers the input, lengths on every path's edges (one
+// block of each size, chains of tiles), segments listed out of order with gaps between them
+// that must stay untouched, offsets that are no range (read as empty), one offset array
+// for both ends; every offset type; keys of every width, floats with NaNs and signed zeros,
+// both orders; pairs with positions as values (which show stability) and 16-byte values; in
+// place; rows of a matrix; graph capture; a segment longer than a look-back chain; bad
+// arguments. Outputs are poisoned first and checked whole, bitwise: items outside every
+// segment must keep the poison.
+#include <ppat/ppat.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+using ppat_test::device_buffer;
+using ppat_test::key_with_bits;
+using ppat_test::on_device;
+using ppat_test::poisoned;
+
+struct wide {  // a 16-byte value
+  std::uint32_t a, b, c, d;
+};
+
+// Keys of every bit pattern, a quarter of them from a handful of values so that segments
+// hold runs of equal keys (and, for floats, NaNs, infinities and signed zeros among them).
+template <class K>
+std::vector<K> draw_keys(std::size_t n) {
+  std::uniform_int_distribution<std::uint64_t> any;
+  auto& rng = ppat_test::rng();
+  const std::uint64_t sign = std::uint64_t{1} << (8 * sizeof(K) - 1);
+  const std::uint64_t few[] = {0, sign, ~std::uint64_t{0}, any(rng), any(rng) | sign};
+  std::uniform_int_distribution<int> pick(0, 19);
+  std::vector<K> keys(n);
+  for (auto& k : keys) {
+    const int p = pick(rng);
+    k = key_with_bits<K>(p < 5 ? few[p] : any(rng));
+  }
+  return keys;
+}
+
+template <class V>
+std::vector<V> draw_values(std::size_t n) {
+  std::vector<V> values(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<V, wide>) {
+      values[i] = {std::uint32_t(i), std::uint32_t(ppat_test::rng()()), ~std::uint32_t(i), 7u};
+    } else {
+      values[i] = V(i);  // positions: they show stability
+    }
+  }
+  return values;
+}
+
+// How a case's segments are laid out over n items.
+enum class layout {
+  tiny,           // lengths 0 to 40
+  mixed,          // every path: lone keys to several chain tiles
+  edges,          // lengths on each path's edges
+  one,            // one segment of all n items
+  shuffled_gaps,  // mixed lengths, listed out of order, gaps between them
+  not_ranges,     // mixed, with begin > end, end past n and negative offsets among them
+};
+constexpr layout layouts[] = {layout::tiny, layout::mixed,         layout::edges,
+                              layout::one,  layout::shuffled_gaps, layout::not_ranges};
+const char* name(layout l) {
+  switch (l) {
+    case layout::tiny:
+      return "tiny";
+    case layout::mixed:
+      return "mixed";
+    case layout::edges:
+      return "edges";
+    case layout::one:
+      return "one";
+    case layout::shuffled_gaps:
+      return "shuffled with gaps";
+    case layout::not_ranges:
+      return "with offsets that are no range";
+  }
+  return "?";
+}
+
+struct segments {
+  std::vector<long long> begins, ends;
+};
+
+segments draw_segments(std::size_t n, layout l) {
+  auto& rng = ppat_test::rng();
+  const std::size_t edge_lengths[] = {2,    3,    8,    9,    16,   17,    32,    33,    64,
+                                      65,   128,  129,  256,  257,  1023,  1024,  1025,  4095,
+                                      4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 40961};
+  const auto next_length = [&]() -> std::size_t {
+    switch (l) {
+      case layout::tiny:
+        return rng() % 41;
+      case layout::edges:
+        return edge_lengths[rng() % std::size(edge_lengths)];
+      default: {
+        const unsigned kind = unsigned(rng() % 8);
+        if (kind == 0) return rng() % 2;
+        if (kind <= 3) return rng() % 1100;
+        if (kind <= 5) return rng() % 9000;
+        return rng() % 60000;
+      }
+    }
+  };
+  segments s;
+  if (l == layout::one) {
+    s.begins = {0};
+    s.ends = {(long long)n};
+    return s;
+  }
+  std::size_t at = 0;
+  while (at < n) {
+    const std::size_t length = std::min(n - at, next_length());
+    s.begins.push_back((long long)at);
+    s.ends.push_back((long long)(at + length));
+    at += length + (l == layout::shuffled_gaps ? rng() % 3 : 0);
+  }
+  if (l == layout::shuffled_gaps || l == layout::not_ranges) {
+    std::vector<std::size_t> listed(s.begins.size());
+    std::iota(listed.begin(), listed.end(), std::size_t{0});
+    std::shuffle(listed.begin(), listed.end(), rng);
+    segments shuffled;
+    for (std::size_t i : listed) {
+      shuffled.begins.push_back(s.begins[i]);
+      shuffled.ends.push_back(s.ends[i]);
+    }
+    s = shuffled;
+  }
+  if (l == layout::not_ranges) {
+    for (std::size_t i = 0; i < s.begins.size(); i += 3) {
+      switch (rng() % 3) {
+        case 0:
+          std::swap(s.begins[i], s.ends[i]);  // begin > end (or equal)
+          break;
+        case 1:
+          s.ends[i] = (long long)n + 1 + (long long)(rng() % 5);
+          break;
+        default:
+          s.begins[i] = -1 - (long long)(rng() % 5);
+          break;
+      }
+    }
+  }
+  return s;
+}
+
+// Where each output item comes from, -1 for items outside every segment: each segment that
+// is a range of [0, n], sorted stably on its own.
+template <class K>
+std::vector<long long> segmented_positions(const std::vector<K>& keys, const segments& s,
+                                           ppat::order ord) {
+  const long long n = (long long)keys.size();
+  std::vector<long long> from(keys.size(), -1);
+  for (std::size_t i = 0; i < s.begins.size(); ++i) {
+    const long long b = s.begins[i], e = s.ends[i];
+    if (b < 0 || e <= b || e > n) continue;
+    const std::vector<K> segment(keys.begin() + b, keys.begin() + e);
+    const auto order = ppat_reference::sorted_positions(segment, ord == ppat::order::descending);
+    for (std::size_t j = 0; j < order.size(); ++j)
+      from[std::size_t(b) + j] = b + (long long)order[j];
+  }
+  return from;
+}
+
+template <class T>
+std::vector<T> expected_output(const std::vector<T>& in, const std::vector<long long>& from) {
+  std::vector<T> out(in.size());
+  std::memset(static_cast<void*>(out.data()), ppat_test::poison_byte, out.size() * sizeof(T));
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (from[i] >= 0) out[i] = in[std::size_t(from[i])];
+  return out;
+}
+
+// Sorts keys (and values, unless V is char) in segments s with offsets of type Offset,
+// one offset array where `one_array` (the segments then cover [0, n) in order), and checks
+// every output item and guard, and that the inputs come back unchanged.
+template <class K, class V, class Offset>
+void expect_segments_sorted(std::size_t n, layout l, ppat::order ord, bool one_array = false) {
+  constexpr bool with_values = !std::is_same_v<V, char>;
+  SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n) + ", " +
+               (ord == ppat::order::ascending ? "ascending" : "descending") +
+               (one_array ? ", one offset array" : ""));
+  const auto keys = draw_keys<K>(n);
+  const auto values = with_values ? draw_values<V>(n) : std::vector<V>{};
+  const segments s = draw_segments(n, l);
+  std::vector<Offset> begins(s.begins.begin(), s.begins.end());
+  std::vector<Offset> ends(s.ends.begin(), s.ends.end());
+  if (one_array) begins.push_back(Offset(n));
+  auto keys_in = on_device(keys);
+  auto keys_out = poisoned<K>(n);
+  auto values_in = on_device(values);
+  auto values_out = poisoned<V>(values.size());
+  auto begin_offsets = on_device(begins);
+  auto end_offsets = on_device(ends);
+  const Offset* end_data = one_array ? begin_offsets->data() + 1 : end_offsets->data();
+  if constexpr (with_values) {
+    ppat::segmented_sort_pairs(keys_in->data(), keys_out->data(), values_in->data(),
+                               values_out->data(), n, s.begins.size(), begin_offsets->data(),
+                               end_data, ord);
+  } else {
+    ppat::segmented_sort_keys(keys_in->data(), keys_out->data(), n, s.begins.size(),
+                              begin_offsets->data(), end_data, ord);
+  }
+  ppat_test::expect_no_cuda_error();
+  segments checked = s;
+  if (one_array) checked.ends.assign(begins.begin() + 1, begins.end());
+  const auto from = segmented_positions(keys, checked, ord);
+  EXPECT_EQ(ppat_test::first_mismatch(keys_out->download(), expected_output(keys, from)), -1)
+      << "first key out of place";
+  if constexpr (with_values) {
+    EXPECT_EQ(ppat_test::first_mismatch(values_out->download(), expected_output(values, from)), -1)
+        << "first value out of place";
+  }
+  EXPECT_EQ(ppat_test::first_mismatch(keys_in->download(), keys), -1) << "keys_in modified";
+  EXPECT_EQ(ppat_test::first_mismatch(values_in->download(), values), -1) << "values_in modified";
+  EXPECT_TRUE(keys_in->guards_intact() && keys_out->guards_intact() && values_in->guards_intact() &&
+              values_out->guards_intact())
+      << "written outside a buffer";
+}
+
+constexpr ppat::order orders[] = {ppat::order::ascending, ppat::order::descending};
+constexpr std::size_t sizes[] = {1, 2, 41, 1025, 8193, 70001, 1000003};
+
+// Under the sanitizers (PPAT_TEST_MAX_ITEMS set), whose kernels run ten to a hundred times
+// slower, two cases stand for the rest: segments on every path's edges, and mixed lengths
+// with segments longer than a block sorts.
+bool sampled_out(std::size_t n, layout l) {
+  return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr &&
+         !((n == 8193 && l == layout::edges) || (n == 70001 && l == layout::mixed));
+}
+
+template <class K, class V = char>
+void every_layout(const char* type) {
+  SCOPED_TRACE(type);
+  PPAT_TRACE_SEED();
+  for (std::size_t n : sizes) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (layout l : layouts) {
+      if (sampled_out(n, l)) continue;
+      for (ppat::order ord : orders)
+        expect_segments_sorted<K, V, long long>(n, l, ord);
+    }
+  }
+}
+
+TEST(segmented_sort, keys_of_every_width) {
+  PPAT_REQUIRE_GPU();
+  every_layout<std::uint8_t>("u8");
+  every_layout<std::int16_t>("i16");
+  every_layout<std::uint32_t>("u32");
+  every_layout<std::int64_t>("i64");
+}
+
+TEST(segmented_sort, floating_point_keys) {
+  PPAT_REQUIRE_GPU();
+  every_layout<float>("f32");
+  every_layout<double>("f64");
+  every_layout<__half>("f16");
+}
+
+TEST(segmented_sort, pairs_are_stable) {
+  PPAT_REQUIRE_GPU();
+  every_layout<std::uint32_t, std::uint32_t>("u32/u32");
+  every_layout<float, std::uint32_t>("f32/u32");
+  every_layout<std::uint8_t, std::uint64_t>("u8/u64");
+  every_layout<std::uint64_t, wide>("u64/16-byte");
+}
+
+TEST(segmented_sort, every_offset_type_and_one_offset_array) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{3}, std::size_t{70001}}) {
+    for (ppat::order ord : orders) {
+      expect_segments_sorted<std::uint32_t, std::uint32_t, int>(n, layout::mixed, ord);
+      expect_segments_sorted<std::uint32_t, std::uint32_t, unsigned>(n, layout::edges, ord);
+      expect_segments_sorted<std::uint32_t, std::uint32_t, std::uint64_t>(n, layout::mixed, ord);
+      expect_segments_sorted<std::uint32_t, std::uint32_t, int>(n, layout::mixed, ord, true);
+      expect_segments_sorted<float, char, std::int64_t>(n, layout::edges, ord, true);
+    }
+  }
+}
+
+TEST(segmented_sort, in_place) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{5000}, std::size_t{300007}}) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (layout l : {layout::mixed, layout::shuffled_gaps, layout::one}) {
+      SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n));
+      const auto keys = draw_keys<float>(n);
+      const auto values = draw_values<std::uint32_t>(n);
+      const segments s = draw_segments(n, l);
+      auto keys_data = on_device(keys);
+      auto values_data = on_device(values);
+      auto begins = on_device(s.begins);
+      auto ends = on_device(s.ends);
+      ppat::segmented_sort_pairs(keys_data->data(), keys_data->data(), values_data->data(),
+                                 values_data->data(), n, s.begins.size(), begins->data(),
+                                 ends->data(), ppat::order::descending);
+      ppat_test::expect_no_cuda_error();
+      auto from = segmented_positions(keys, s, ppat::order::descending);
+      for (std::size_t i = 0; i < n; ++i)
+        if (from[i] < 0) from[i] = (long long)i;  // items outside every segment stay
+      EXPECT_EQ(ppat_test::first_mismatch(keys_data->download(), expected_output(keys, from)), -1);
+      EXPECT_EQ(ppat_test::first_mismatch(values_data->download(), expected_output(values, from)),
+                -1);
+      EXPECT_TRUE(keys_data->guards_intact() && values_data->guards_intact());
+    }
+  }
+}
+
+// Rows of a rows x cols matrix: every path a row length takes, the row sort's own launch
+// and the binned one.
+template <class K, class V>
+void rows_sorted(std::size_t rows, std::size_t cols, ppat::order ord) {
+  SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+  const std::size_t n = rows * cols;
+  const auto keys = draw_keys<K>(n);
+  const auto values = draw_values<V>(n);
+  segments s;
+  for (std::size_t r = 0; r < rows; ++r) {
+    s.begins.push_back((long long)(r * cols));
+    s.ends.push_back((long long)((r + 1) * cols));
+  }
+  auto keys_in = on_device(keys);
+  auto keys_out = poisoned<K>(n);
+  auto values_in = on_device(values);
+  auto values_out = poisoned<V>(n);
+  ppat::sort_pairs_batched(keys_in->data(), keys_out->data(), values_in->data(), values_out->data(),
+                           rows, cols, ord);
+  auto keys_only = poisoned<K>(n);
+  ppat::sort_keys_batched(keys_in->data(), keys_only->data(), rows, cols, ord);
+  ppat_test::expect_no_cuda_error();
+  const auto from = segmented_positions(keys, s, ord);
+  EXPECT_EQ(ppat_test::first_mismatch(keys_out->download(), expected_output(keys, from)), -1);
+  EXPECT_EQ(ppat_test::first_mismatch(keys_only->download(), expected_output(keys, from)), -1);
+  EXPECT_EQ(ppat_test::first_mismatch(values_out->download(), expected_output(values, from)), -1);
+  EXPECT_TRUE(keys_out->guards_intact() && values_out->guards_intact() &&
+              keys_only->guards_intact());
+}
+
+TEST(segmented_sort, rows_of_a_matrix) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::pair<std::size_t, std::size_t> shapes[] = {
+      {1, 1},    {7, 1},    {5, 2},    {77, 8},   {50, 13},   {40, 16},  {30, 31},   {20, 64},
+      {10, 100}, {9, 128},  {7, 255},  {5, 256},  {4, 3000},  {300, 33}, {64, 1024}, {9, 1025},
+      {3, 4097}, {2, 8193}, {5, 8192}, {1, 9000}, {3, 70001}, {0, 100},  {100, 0},   {1000, 257}};
+  for (const auto& [rows, cols] : shapes) {
+    for (ppat::order ord : orders) {
+      rows_sorted<std::uint32_t, std::uint32_t>(rows, cols, ord);
+      rows_sorted<double, std::uint32_t>(rows, cols, ord);
+    }
+  }
+  rows_sorted<std::uint8_t, wide>(40, 6000, ppat::order::ascending);
+}
+
+TEST(segmented_sort, stream_and_graph_capture) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 200003;
+  const auto keys = draw_keys<std::uint32_t>(n);
+  const segments s = draw_segments(n, layout::shuffled_gaps);
+  auto keys_in = on_device(keys);
+  auto keys_out = poisoned<std::uint32_t>(n);
+  auto begins = on_device(s.begins);
+  auto ends = on_device(s.ends);
+  const auto expected = expected_output(keys, segmented_positions(keys, s, ppat::order::ascending));
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ppat_test::capture_and_replay(
+      stream,
+      [&] {
+        ppat::segmented_sort_keys(keys_in->data(), keys_out->data(), n, s.begins.size(),
+                                  begins->data(), ends->data(), ppat::order::ascending, stream);
+      },
+      [&](int) { keys_out->poison(); },
+      [&](int) { EXPECT_EQ(ppat_test::first_mismatch(keys_out->download(), expected), -1); });
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// A segment longer than a look-back chain counts (2^29 keys) is sorted as several chains;
+// checked on the host in one pass: keys in order, each value (the key's position) increasing
+// among equal keys and naming an input key equal to the output key.
+TEST(segmented_sort, huge_segment_of_several_chains) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 29) + 70001;
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
+  const auto keys = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+  const std::vector<long long> begins = {5, 0}, ends = {(long long)n - 3, 5};
+  device_buffer<std::uint8_t> keys_in(n), keys_out(n);
+  device_buffer<std::uint32_t> values_in(n), values_out(n);
+  keys_in.upload(keys);
+  std::vector<std::uint32_t> positions(n);
+  std::iota(positions.begin(), positions.end(), 0u);
+  values_in.upload(positions);
+  keys_out.poison();
+  values_out.poison();
+  auto begin_offsets = on_device(begins);
+  auto end_offsets = on_device(ends);
+  ppat::segmented_sort_pairs(keys_in.data(), keys_out.data(), values_in.data(), values_out.data(),
+                             n, 2, begin_offsets->data(), end_offsets->data());
+  ppat_test::expect_no_cuda_error();
+  const auto got_keys = keys_out.download();
+  const auto got_values = values_out.download();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool last_item = i == n - 1 || i == n - 2 || i == n - 3;
+    if (last_item) {
+      wrong += got_values[i] != std::uint32_t(ppat_test::poison_byte) * 0x01010101u;
+      continue;
+    }
+    const bool first_of_segment = i == 0 || i == 5;
+    wrong += got_keys[i] != keys[got_values[i]];
+    if (!first_of_segment) {
+      wrong += got_keys[i] < got_keys[i - 1] ||
+               (got_keys[i] == got_keys[i - 1] && got_values[i] <= got_values[i - 1]);
+    }
+    wrong += (i < 5) != (got_values[i] < 5);
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+TEST(segmented_sort_arguments, bad_arguments_are_rejected) {
+  int* none = nullptr;
+  int buffer[64] = {};
+  long long offsets[4] = {0, 2, 2, 4};
+  const auto rejects = [](auto call, const char* argument) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception for " << argument;
+    } catch (const std::invalid_argument& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("sort_"), std::string::npos) << message;
+      EXPECT_NE(message.find(argument), std::string::npos) << message;
+    }
+  };
+  const long long* no_offsets = nullptr;
+  rejects([&] { ppat::segmented_sort_keys(none, buffer, 4, 2, offsets, offsets + 1); }, "'in'");
+  rejects([&] { ppat::segmented_sort_keys(buffer, buffer + 2, 4, 2, offsets, offsets + 1); },
+          "'out'");
+  rejects([&] { ppat::segmented_sort_keys(buffer, buffer + 8, 4, 2, no_offsets, offsets + 1); },
+          "begin_offsets");
+  rejects([&] { ppat::segmented_sort_keys(buffer, buffer + 8, 4, 2, offsets, no_offsets); },
+          "end_offsets");
+  rejects(
+      [&] {
+        auto* overlapping = reinterpret_cast<long long*>(buffer + 8);
+        ppat::segmented_sort_keys(buffer, buffer + 8, 4, 2, overlapping, offsets + 1);
+      },
+      "begin_offsets");
+  rejects(
+      [&] {
+        auto* overlapping = reinterpret_cast<long long*>(buffer + 24);
+        ppat::segmented_sort_pairs(buffer, buffer + 8, buffer + 16, buffer + 24, 4, 2, offsets,
+                                   overlapping);
+      },
+      "end_offsets");
+  rejects(
+      [&] {
+        ppat::segmented_sort_pairs(buffer, buffer + 8, buffer + 16, buffer + 2, 4, 2, offsets,
+                                   offsets + 1);
+      },
+      "values_out");
+  rejects(
+      [&] {
+        ppat::segmented_sort_keys(buffer, buffer + 8, 4, 2, offsets, offsets + 1,
+                                  static_cast<ppat::order>(3));
+      },
+      "ord");
+  rejects([&] { ppat::sort_keys_batched(buffer, buffer + 1, 2, 2); }, "'out'");
+  rejects([&] { ppat::sort_pairs_batched(buffer, buffer + 8, none, buffer + 24, 2, 2); },
+          "values_in");
+  rejects(
+      [&] {
+        ppat::sort_keys_batched(buffer, buffer + 8, std::size_t{1} << 40, std::size_t{1} << 40);
+      },
+      "cols");
+}
+
+TEST(segmented_sort, nothing_to_sort_launches_nothing) {
+  int* none = nullptr;
+  const long long* no_offsets = nullptr;
+  ppat::segmented_sort_keys(none, none, 0, 0, no_offsets, no_offsets);
+  ppat::sort_keys_batched(none, none, 0, 5);
+  ppat::sort_keys_batched(none, none, 5, 0);
+  SUCCEED();
+}
+
+}  // namespace
