@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -148,6 +149,16 @@ void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::u
   fill_runs_kernel<<<1024, 256>>>(keys, n, run_length, seed);
   check(cudaGetLastError(), "fill_runs_kernel");
   check(cudaDeviceSynchronize(), "fill_runs_kernel");
+}
+
+device_array<int> fixed_length_offsets(std::size_t segments, std::size_t length) {
+  std::vector<int> host(segments + 1);
+  for (std::size_t i = 0; i <= segments; ++i)
+    host[i] = int(i * length);
+  device_array<int> offsets(segments + 1);
+  check(cudaMemcpy(offsets.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  return offsets;
 }
 
 std::size_t count_differences(const void* a, const void* b, std::size_t bytes) {

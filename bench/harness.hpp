@@ -83,6 +83,10 @@ void fill_random_bits(T* data, std::size_t n, std::uint64_t seed);
 // Keys in runs of `run_length` equal values, each run's key drawn from (seed, run index).
 void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::uint64_t seed);
 
+// Offsets of `segments` segments of `length` items each, back to back from 0: one array of
+// segments + 1 for both ends.
+device_array<int> fixed_length_offsets(std::size_t segments, std::size_t length);
+
 // Number of positions where the two arrays differ bitwise.
 std::size_t count_differences(const void* a, const void* b, std::size_t bytes);
 

@@ -1,9 +1,11 @@
-// Reduce: the production reduce and the textbook ladder beside cub::DeviceReduce::Sum.
-// Bytes that must move are the input, read once.
+// Reduce: the production reduce and the textbook ladder beside cub::DeviceReduce::Sum, and
+// the segmented reduce beside cub::DeviceSegmentedReduce::Sum. Bytes that must move are the
+// input, read once (and for segments, their offsets read and their results written).
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 
 #include "harness.hpp"
 #include "type_names.hpp"
@@ -89,6 +91,71 @@ void reduce_case(session& s, std::size_t n) {
   s.run(c);
 }
 
+// i32 sums of segments of `length` items (n rounded down to whole segments), from one
+// offset array: CUB's DeviceSegmentedReduce::Sum, ppat's segmented_reduce, and ppat's
+// reduce_batched on the same items as rows.
+void segmented_reduce_case(session& s, std::size_t n, std::size_t length) {
+  using item = std::int32_t;
+  const cudaStream_t stream = s.stream();
+  const std::size_t segments = n / length;
+  n = segments * length;
+  const double bytes = double(n) * sizeof(item) + double(segments) * (sizeof(int) + sizeof(item));
+  const int sets = s.rotation_sets(bytes);
+  std::vector<device_array<item>> in(sets);
+  for (int k = 0; k < sets; ++k) {
+    in[k] = device_array<item>(n);
+    fill_uniform(in[k].data(), n, -100, 100, 5100 + k);
+  }
+  const device_array<int> offsets = fixed_length_offsets(segments, length);
+  device_array<item> out(segments), expected(segments);
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceSegmentedReduce::Sum(nullptr, temp_bytes, in[0].data(), expected.data(),
+                                        std::int64_t(segments), offsets.data(), offsets.data() + 1,
+                                        stream),
+        "cub::DeviceSegmentedReduce::Sum (size query)");
+  device_array<unsigned char> temp(temp_bytes + 1);
+  check(cub::DeviceSegmentedReduce::Sum(temp.data(), temp_bytes, in[0].data(), expected.data(),
+                                        std::int64_t(segments), offsets.data(), offsets.data() + 1,
+                                        stream),
+        "cub::DeviceSegmentedReduce::Sum");
+  const auto matches_cub = [&] {
+    return count_differences(out.data(), expected.data(), segments * sizeof(item)) == 0;
+  };
+
+  bench_case c;
+  c.pattern = "reduce";
+  c.label = "segmented sum i32, segments of " + std::to_string(length);
+  c.type = "i32";
+  c.n = n;
+  c.bytes = bytes;
+  c.sets = sets;
+  c.copy_bytes = bytes / 2;
+  c.baseline = "cub::DeviceSegmentedReduce::Sum";
+  c.variants.push_back({c.baseline,
+                        [&](int k) {
+                          std::size_t b = temp_bytes;
+                          check(cub::DeviceSegmentedReduce::Sum(temp.data(), b, in[k].data(),
+                                                                out.data(), std::int64_t(segments),
+                                                                offsets.data(), offsets.data() + 1,
+                                                                stream),
+                                c.baseline.c_str());
+                        },
+                        nullptr});
+  c.variants.push_back({"ppat::segmented_reduce",
+                        [&](int k) {
+                          ppat::segmented_reduce(in[k].data(), out.data(), segments, offsets.data(),
+                                                 offsets.data() + 1, item{}, ppat::plus{}, stream);
+                        },
+                        matches_cub});
+  c.variants.push_back({"ppat::reduce_batched",
+                        [&](int k) {
+                          ppat::reduce_batched(in[k].data(), out.data(), segments, length, item{},
+                                               ppat::plus{}, stream);
+                        },
+                        matches_cub});
+  s.run(c);
+}
+
 }  // namespace
 
 void bench_reduce(session& s) {
@@ -106,6 +173,10 @@ void bench_reduce(session& s) {
     if (s.wants_type("u8", default_types)) reduce_case<std::uint8_t>(s, n);
     if (s.wants_type("u16", default_types)) reduce_case<std::uint16_t>(s, n);
     if (s.wants_type("i16", default_types)) reduce_case<std::int16_t>(s, n);
+    if (s.wants_type("i32", default_types)) {
+      for (std::size_t length : {4, 16, 100, 1000, 10000, 1000000})
+        if (length <= n && n < (std::size_t{1} << 31)) segmented_reduce_case(s, n, length);
+    }
   }
 }
 

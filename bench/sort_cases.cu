@@ -176,13 +176,7 @@ void segmented_sort_case(session& s, std::size_t n, std::size_t length) {
     fill_keys(keys_in[k].data(), n, 9200 + k);
     fill_uniform(values_in[k].data(), n, 0, 1e6, 9300 + k);
   }
-  std::vector<int> host_offsets(segments + 1);
-  for (std::size_t i = 0; i <= segments; ++i)
-    host_offsets[i] = int(i * length);
-  device_array<int> offsets(segments + 1);
-  check(cudaMemcpy(offsets.data(), host_offsets.data(), (segments + 1) * sizeof(int),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+  const device_array<int> offsets = fixed_length_offsets(segments, length);
   device_array<key> cub_keys(n), cub_values(n);
   const auto keys_to = [&](int k) { return k == 0 ? cub_keys.data() : keys_out[k].data(); };
   const auto values_to = [&](int k) { return k == 0 ? cub_values.data() : values_out[k].data(); };

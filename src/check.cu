@@ -294,23 +294,43 @@ int self_check() {
     for (std::size_t j = 0; j < order.size(); ++j)
       segment_sorted[std::size_t(offsets[i]) + j] = unsigned(std::size_t(offsets[i]) + order[j]);
   }
+  const auto with_offsets = [&](const std::function<void(const long long*)>& call) {
+    long long* device_offsets = nullptr;
+    check_cuda(cudaMalloc(&device_offsets, offsets.size() * sizeof(long long)));
+    check_cuda(cudaMemcpy(device_offsets, offsets.data(), offsets.size() * sizeof(long long),
+                          cudaMemcpyHostToDevice));
+    try {
+      call(device_offsets);
+    } catch (...) {
+      (void)cudaFree(device_offsets);
+      throw;
+    }
+    check_cuda(cudaFree(device_offsets));
+  };
   report("segmented_sort_pairs", [&] {
     return run_and_compare<int, unsigned>(small, segment_sorted, [&](const int* in, unsigned* out) {
       with_keys_out([&](int* keys_out) {
         with_values_in([&](const unsigned* values) {
-          long long* device_offsets = nullptr;
-          check_cuda(cudaMalloc(&device_offsets, offsets.size() * sizeof(long long)));
-          check_cuda(cudaMemcpy(device_offsets, offsets.data(), offsets.size() * sizeof(long long),
-                                cudaMemcpyHostToDevice));
-          try {
+          with_offsets([&](const long long* device_offsets) {
             ppat::segmented_sort_pairs(in, keys_out, values, out, n, offsets.size() - 1,
                                        device_offsets, device_offsets + 1);
-          } catch (...) {
-            (void)cudaFree(device_offsets);
-            throw;
-          }
-          check_cuda(cudaFree(device_offsets));
+          });
         });
+      });
+    });
+  });
+  // The same segments summed (wrapping, as int sums on the device do).
+  std::vector<int> segment_sums(offsets.size() - 1);
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    unsigned total = 5;
+    for (long long j = offsets[i]; j < offsets[i + 1]; ++j)
+      total += unsigned(small[std::size_t(j)]);
+    segment_sums[i] = int(total);
+  }
+  report("segmented_reduce", [&] {
+    return run_and_compare<int, int>(small, segment_sums, [&](const int* in, int* out) {
+      with_offsets([&](const long long* device_offsets) {
+        ppat::segmented_reduce(in, out, offsets.size() - 1, device_offsets, device_offsets + 1, 5);
       });
     });
   });

@@ -21,14 +21,18 @@
 #include <vector>
 
 #include "reference.hpp"
+#include "segment_layouts.hpp"
 #include "support.hpp"
 
 namespace {
 
 using ppat_test::device_buffer;
 using ppat_test::key_with_bits;
+using ppat_test::layout;
+using ppat_test::layouts;
 using ppat_test::on_device;
 using ppat_test::poisoned;
+using ppat_test::segments;
 
 struct wide {  // a 16-byte value
   std::uint32_t a, b, c, d;
@@ -64,39 +68,6 @@ std::vector<V> draw_values(std::size_t n) {
   return values;
 }
 
-// How a case's segments are laid out over n items.
-enum class layout {
-  tiny,           // lengths 0 to 40
-  mixed,          // every path: lone keys to several chain tiles
-  edges,          // lengths on each path's edges
-  one,            // one segment of all n items
-  shuffled_gaps,  // mixed lengths, listed out of order, gaps between them
-  not_ranges,     // mixed, with begin > end, end past n and negative offsets among them
-};
-constexpr layout layouts[] = {layout::tiny, layout::mixed,         layout::edges,
-                              layout::one,  layout::shuffled_gaps, layout::not_ranges};
-const char* name(layout l) {
-  switch (l) {
-    case layout::tiny:
-      return "tiny";
-    case layout::mixed:
-      return "mixed";
-    case layout::edges:
-      return "edges";
-    case layout::one:
-      return "one";
-    case layout::shuffled_gaps:
-      return "shuffled with gaps";
-    case layout::not_ranges:
-      return "with offsets that are no range";
-  }
-  return "?";
-}
-
-struct segments {
-  std::vector<long long> begins, ends;
-};
-
 segments draw_segments(std::size_t n, layout l) {
   auto& rng = ppat_test::rng();
   const std::size_t edge_lengths[] = {2,    3,    8,    9,    16,   17,    32,    33,    64,
@@ -117,46 +88,7 @@ segments draw_segments(std::size_t n, layout l) {
       }
     }
   };
-  segments s;
-  if (l == layout::one) {
-    s.begins = {0};
-    s.ends = {(long long)n};
-    return s;
-  }
-  std::size_t at = 0;
-  while (at < n) {
-    const std::size_t length = std::min(n - at, next_length());
-    s.begins.push_back((long long)at);
-    s.ends.push_back((long long)(at + length));
-    at += length + (l == layout::shuffled_gaps ? rng() % 3 : 0);
-  }
-  if (l == layout::shuffled_gaps || l == layout::not_ranges) {
-    std::vector<std::size_t> listed(s.begins.size());
-    std::iota(listed.begin(), listed.end(), std::size_t{0});
-    std::shuffle(listed.begin(), listed.end(), rng);
-    segments shuffled;
-    for (std::size_t i : listed) {
-      shuffled.begins.push_back(s.begins[i]);
-      shuffled.ends.push_back(s.ends[i]);
-    }
-    s = shuffled;
-  }
-  if (l == layout::not_ranges) {
-    for (std::size_t i = 0; i < s.begins.size(); i += 3) {
-      switch (rng() % 3) {
-        case 0:
-          std::swap(s.begins[i], s.ends[i]);  // begin > end (or equal)
-          break;
-        case 1:
-          s.ends[i] = (long long)n + 1 + (long long)(rng() % 5);
-          break;
-        default:
-          s.begins[i] = -1 - (long long)(rng() % 5);
-          break;
-      }
-    }
-  }
-  return s;
+  return ppat_test::lay_out(n, l, next_length, /*ends_past_n=*/true);
 }
 
 // Where each output item comes from, -1 for items outside every segment: each segment that

@@ -12,6 +12,7 @@
 #include "reduce.cuh"
 #include "scan.cuh"
 #include "segmented.cuh"
+#include "segmented_reduce.cuh"
 #include "select.cuh"
 #include "sort.cuh"
 #include "transpose.cuh"

@@ -163,24 +163,18 @@ void launch_reduce(const T* in, std::size_t n, Result result, Op op, const call_
   memory.release();
 }
 
-// Block b reduces tiles [tiles * b / grid, tiles * (b + 1) / grid): a contiguous run, and at
-// least one tile since grid <= tiles. One block writes the start and then its result;
-// several write one result each to `results`, and the last of them writes the start and then
-// the results in order.
-template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
-    reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, Result result,
-                        Op op) {
+// Warp `warp`'s share of tiles [first_tile, end_tile) of the n items at `in` (Shape::warps
+// warps a tile), folded: the warp's result, the same on every lane, absent where the warp
+// read nothing. Combined over the warps in warp order, the results fold the run's items in
+// order, so any associative operator may be given; Commutative ones are folded by each
+// thread first. The items each thread folds, and how, do not depend on Aligned, which
+// only says whether `in` allows 16-byte reads.
+template <class Shape, bool Commutative, bool Aligned, class T, class Op>
+__device__ partial<T> fold_tile_run(const T* in, std::size_t n, std::size_t first_tile,
+                                    std::size_t end_tile, int warp, Op op) {
   constexpr int vec = Shape::vec;
   constexpr int rows = Shape::rows;
-  __shared__ block_reduce_storage<Shape::warps, T> warp_results;
-  __shared__ bool is_last;
-  const int warp = int(threadIdx.x / 32);
   const int lane = lane_id();
-  const std::size_t tiles = ceil_div(n, Shape::tile_items);
-  const std::size_t first_tile = tiles * blockIdx.x / gridDim.x;
-  const std::size_t end_tile = tiles * (blockIdx.x + 1) / gridDim.x;
-
   // Commutative: this thread's items, in any order. Otherwise: the warp's rows so far, in
   // order, the same on every lane.
   partial<T> folded{T{}, false};
@@ -236,8 +230,27 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     }
   }
 
-  const partial<T> block_result =
-      block_reduce_warps(Commutative ? warp_reduce(folded, op) : folded, op, warp_results);
+  return Commutative ? warp_reduce(folded, op) : folded;
+}
+
+// Block b reduces tiles [tiles * b / grid, tiles * (b + 1) / grid): a contiguous run, and at
+// least one tile since grid <= tiles. One block writes the start and then its result;
+// several write one result each to `results`, and the last of them writes the start and then
+// the results in order.
+template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, Result result,
+                        Op op) {
+  __shared__ block_reduce_storage<Shape::warps, T> warp_results;
+  __shared__ bool is_last;
+  const int warp = int(threadIdx.x / 32);
+  const std::size_t tiles = ceil_div(n, Shape::tile_items);
+  const std::size_t first_tile = tiles * blockIdx.x / gridDim.x;
+  const std::size_t end_tile = tiles * (blockIdx.x + 1) / gridDim.x;
+
+  const partial<T> block_result = block_reduce_warps(
+      fold_tile_run<Shape, Commutative, Aligned>(in, n, first_tile, end_tile, warp, op), op,
+      warp_results);
   if (threadIdx.x == 0) {
     if (gridDim.x == 1) {
       result.write(then(result.start(), block_result, op));

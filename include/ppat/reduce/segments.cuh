@@ -1,0 +1,469 @@
+// Segmented reduce, the kernels: each segment folded on the path its length needs.
+//
+//   up to thread_items      one thread folds it, init first, then its items left to right
+//                           (read straight from memory up to direct_items)
+//   up to stage_items       one warp folds it, lane l items l, l + 32, ... (or row by row)
+//   up to warp_items        one warp folds it, as a tile of the reduce folds (warp_shape)
+//   longer                  parts of at least part_items_least items, each folded by a block
+//                           as a tile run of the reduce (block_shape); thread t folds part
+//                           values t * parts_a_thread onwards in order, the block combines
+//                           the threads' folds in order, and init goes first
+//
+// A long segment's parts run on as many blocks as are free (spread), each writing its value
+// for the last of them to combine; or one after another on a single block (whole), which
+// combines the same values the same way. Which one a segment takes depends on the memory for
+// part values, never its result: a segment's operations depend only on its length, so
+// floating-point results are the same bits on every run (docs/patterns.md, "Segmented
+// reduce").
+//
+// Segments up to stage_items are staged in shared memory first, so that a warp reads all of
+// its short segments at once. reduce_short_segments_kernel folds the segments up to
+// warp_items and lists the long ones;
+// reduce_long_segments_kernel folds the listed ones (or the rows of a matrix, which need no
+// list).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/atomic.cuh"
+#include "../core/block.cuh"
+#include "../core/launch.cuh"
+#include "../core/operators.cuh"
+#include "../core/partial.cuh"
+#include "../core/segments.cuh"
+#include "../core/shared_storage.cuh"
+#include "../core/vector_io.cuh"
+#include "../core/warp.cuh"
+#include "../reduce.cuh"
+
+namespace ppat::detail {
+
+template <class T>
+struct segment_reduce_paths {
+  static constexpr int vec = items_per_vector<T>;
+  using warp_shape = reduce_tile_shape<tuning<32, 64, 1>, T, vec>;
+  // Blocks of 256 threads, six an SM: a long segment's part is one block's tiles, and many
+  // blocks an SM overlap one part's combining with another's reads.
+  using block_shape = reduce_tile_shape<tuning<256, 64, 6>, T, vec>;
+  // A warp stages the short segments of its 32 in shared memory, 2 KB at a time: all their
+  // reads in flight together, then each folded there.
+  static constexpr int stage_rows = std::clamp(2048 / (32 * int(sizeof(T))), 1, 32);
+  static constexpr std::size_t stage_items = 32 * std::size_t(stage_rows);
+  static constexpr std::size_t direct_items = 8;
+  static constexpr std::size_t thread_items = 32;
+  static constexpr std::size_t warp_items =
+      std::max(4 * std::size_t(warp_shape::tile_items), stage_items);
+  static constexpr std::size_t part_items_least = 4 * std::size_t(block_shape::tile_items);
+  static constexpr unsigned parts_a_thread = 8;
+  static constexpr unsigned most_parts = unsigned(block_shape::threads) * parts_a_thread;
+};
+
+constexpr int short_segment_threads = 256;
+
+// How a long segment of `length` items is cut: as few parts as give each at least
+// part_items_least items, at most most_parts, a whole number of block tiles each but the last.
+struct segment_parts {
+  std::size_t items;  // of every part but the last, which may hold fewer
+  unsigned count;
+};
+
+template <class T>
+__host__ __device__ segment_parts parts_of(std::size_t length) {
+  using paths = segment_reduce_paths<T>;
+  const std::size_t wanted = ceil_div(length, paths::part_items_least);
+  const std::size_t parts = wanted < paths::most_parts ? wanted : paths::most_parts;
+  const std::size_t tile = paths::block_shape::tile_items;
+  const std::size_t items = ceil_div(ceil_div(length, parts), tile) * tile;
+  return {items, unsigned(ceil_div(length, items))};
+}
+
+// `count` items from `first`, folded by warp `warp` of a Shape block (fold_tile_run), with
+// 16-byte reads where `first` allows them.
+template <class Shape, bool Commutative, class T, class Op>
+__device__ partial<T> fold_items(const T* first, std::size_t count, int warp, Op op) {
+  const std::size_t tiles = ceil_div(count, Shape::tile_items);
+  if constexpr (Shape::vec > 1) {
+    if (reinterpret_cast<std::uintptr_t>(first) % 16 != 0)
+      return fold_tile_run<Shape, Commutative, false>(first, count, 0, tiles, warp, op);
+  }
+  return fold_tile_run<Shape, Commutative, true>(first, count, 0, tiles, warp, op);
+}
+
+// init, then the `count` (at most direct_items) items from `first`, all read at once.
+template <class T, class Op>
+__device__ T fold_alone(const T* first, std::size_t count, const T& init, Op op) {
+  constexpr int most = int(segment_reduce_paths<T>::direct_items);
+  T items[most];
+#pragma unroll
+  for (int j = 0; j < most; ++j) {
+    if (std::size_t(j) < count) items[j] = load_item(first + j);
+  }
+  T total = init;
+#pragma unroll
+  for (int j = 0; j < most; ++j) {
+    if (std::size_t(j) < count) total = op(total, items[j]);
+  }
+  return total;
+}
+
+// A warp's staging memory: the items of some of its segments, one after another, where
+// segment l (of lane l) begins at starts[l] and ends at starts[l + 1], and where in `in`.
+// Item p lies at p + p / 32: with a gap after every 32, lanes folding their own segments
+// (16 items apart, say) read different banks, where without it they took turns (ncu: the
+// shared-memory pipe was the limit of segments of 16 items).
+template <class T>
+struct segment_stage {
+  static constexpr int room = int(segment_reduce_paths<T>::stage_items * 33 / 32);
+  uninitialized_array<T, room> slots;
+  unsigned starts[33];
+  std::size_t begins[32];
+
+  __device__ T& item(unsigned p) { return slots[int(p + p / 32)]; }
+};
+
+// The `length` staged items from `start`, folded by the warp: lane l folds items l, l + 32,
+// ... in order (Commutative) or each row of 32 is folded across the warp first; the warp's
+// result on every lane.
+template <bool Commutative, class T, class Op>
+__device__ partial<T> warp_fold_staged(segment_stage<T>& stage, unsigned start, unsigned length,
+                                       Op op) {
+  const unsigned lane = unsigned(lane_id());
+  partial<T> folded{T{}, false};
+  for (unsigned row = 0; row < length; row += 32) {
+    const partial<T> item = row + lane < length ? partial<T>{stage.item(start + row + lane), true}
+                                                : partial<T>{T{}, false};
+    folded = then(folded, Commutative ? item : warp_reduce(item, op), op);
+  }
+  return Commutative ? warp_reduce(folded, op) : folded;
+}
+
+// Folds the segments of this warp's lanes that `staged` marks (each at most stage_items
+// long), writing out[index]: as many as fit the stage at a time, lanes in order. Every lane
+// reads stage_rows items of the run of staged segments at once, so a warp has its segments'
+// reads in flight together however short they are; a segment of at most thread_items is then
+// folded by its own lane, init first, left to right, and a longer one by the warp.
+template <class T, class Op>
+__device__ void fold_staged_segments(const T* in, T* out, bool staged, std::size_t index,
+                                     const segment_range& range, const T& init, Op op,
+                                     segment_stage<T>& stage) {
+  using paths = segment_reduce_paths<T>;
+  constexpr bool reorder = commutative<T, Op>;
+  const int lane = lane_id();
+  unsigned waiting = __ballot_sync(full_warp, staged);
+  while (waiting != 0) {
+    const bool mine = (waiting >> lane) & 1u;
+    const unsigned length = mine ? unsigned(range.length) : 0u;
+    const unsigned through = warp_inclusive_scan(length, plus{});
+    const bool in_batch = mine && through <= paths::stage_items;
+    const unsigned batch = __ballot_sync(full_warp, in_batch);
+    const unsigned total = __shfl_sync(full_warp, through, 31 - __clz(batch));
+    const unsigned start = through - length;
+    stage.starts[lane] = start < total ? start : total;
+    stage.begins[lane] = range.begin;
+    if (lane == 0) stage.starts[32] = total;
+    __syncwarp();
+
+    T items[paths::stage_rows];
+    int segment = 0;
+#pragma unroll
+    for (int k = 0; k < paths::stage_rows; ++k) {
+      const unsigned at = unsigned(lane + 32 * k);
+      if (at < total) {
+        while (stage.starts[segment + 1] <= at)
+          ++segment;
+        items[k] = load_item(in + stage.begins[segment] + (at - stage.starts[segment]));
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < paths::stage_rows; ++k) {
+      const unsigned at = unsigned(lane + 32 * k);
+      if (at < total) stage.item(at) = items[k];
+    }
+    __syncwarp();
+
+    if (in_batch && length <= paths::thread_items) {
+      T folded = init;
+      for (unsigned j = 0; j < length; ++j)
+        folded = op(folded, stage.item(start + j));
+      out[index] = folded;
+    }
+    unsigned by_warp = __ballot_sync(full_warp, in_batch && length > paths::thread_items);
+    while (by_warp != 0) {
+      const int owner = __ffs(by_warp) - 1;
+      by_warp &= by_warp - 1;
+      const partial<T> total_of_segment = warp_fold_staged<reorder>(
+          stage, __shfl_sync(full_warp, start, owner), __shfl_sync(full_warp, length, owner), op);
+      if (lane == owner) out[index] = op(init, total_of_segment.value);
+    }
+    __syncwarp();  // the stage read
+    waiting &= ~batch;
+  }
+}
+
+// ---- The list of long segments ---------------------------------------------------------------
+
+constexpr unsigned no_parts = 0xFFFFFFFFu;
+
+struct long_segment {
+  std::size_t index;
+  segment_range range;
+  unsigned first_part;  // its first part slot, or no_parts
+};
+
+// The long segments the short-segment kernel found, for the long-segment kernel. Segments
+// found beyond `capacity` are counted, not listed: then the long-segment kernel looks at
+// every segment again. A listed segment of several parts takes part slots while they last;
+// without them (or with one part) a single block folds it whole.
+template <class T>
+struct long_segment_list {
+  // In counter memory (0 when lent, put back to 0 by the long-segment kernel): segments
+  // found, part slots taken, the long-segment kernel's finished blocks, then a ticket a part
+  // slot: the parts finished of the segment whose first slot it is.
+  unsigned long long* counts;
+  unsigned* tickets;
+  // Temporary memory, written before it is read.
+  long_segment* entries;
+  unsigned* part_entry;  // of each part slot
+  T* part_values;        // of each part slot
+  std::size_t capacity;  // entries
+  std::size_t parts_capacity;
+
+  // Called by every lane of a warp: lists the segments of the lanes with `is_long`.
+  __device__ void add(bool is_long, std::size_t index, const segment_range& range) const {
+    const unsigned long_lanes = __ballot_sync(full_warp, is_long);
+    if (long_lanes == 0) return;
+    const int lane = lane_id();
+    const unsigned lanes_before = (1u << lane) - 1u;
+    unsigned long long first_entry = 0;
+    if (lane == 0) first_entry = atomicAdd(&counts[0], (unsigned long long)__popc(long_lanes));
+    const unsigned long long entry =
+        __shfl_sync(full_warp, first_entry, 0) + __popc(long_lanes & lanes_before);
+    const bool listed = is_long && entry < capacity;
+    const segment_parts parts = listed ? parts_of<T>(range.length) : segment_parts{0, 0};
+    const unsigned spread = parts.count > 1 ? parts.count : 0;
+    const unsigned spread_through = warp_inclusive_scan(spread, plus{});
+    const unsigned spread_total = __shfl_sync(full_warp, spread_through, 31);
+    unsigned long long first_slot = 0;
+    if (lane == 0 && spread_total > 0) first_slot = atomicAdd(&counts[1], spread_total);
+    const unsigned long long slot =
+        __shfl_sync(full_warp, first_slot, 0) + (spread_through - spread);
+    const bool has_slots = spread > 0 && slot + spread <= parts_capacity;
+    if (listed) entries[entry] = {index, range, has_slots ? unsigned(slot) : no_parts};
+    // The warp names the entry of every slot its lanes took, one lane's slots at a time.
+    unsigned naming = __ballot_sync(full_warp, has_slots);
+    while (naming != 0) {
+      const int owner = __ffs(naming) - 1;
+      naming &= naming - 1;
+      const unsigned owner_slot = __shfl_sync(full_warp, unsigned(slot), owner);
+      const unsigned owner_parts = __shfl_sync(full_warp, spread, owner);
+      const unsigned owner_entry = __shfl_sync(full_warp, unsigned(entry), owner);
+      for (unsigned j = unsigned(lane); j < owner_parts; j += 32)
+        part_entry[owner_slot + j] = owner_entry;
+    }
+  }
+
+  // Calls spread(index, range, parts, part, values, ticket) for every listed part slot and
+  // whole(index, range, parts) for every long segment without slots, each once, over the
+  // grid's blocks; every thread of a block calls them together. A block takes a run of
+  // consecutive slots, most of them of one segment, whose entry it reads once.
+  template <class Segments, class Spread, class Whole>
+  __device__ void each(const Segments& segments, Spread spread, Whole whole) const {
+    const unsigned long long found = counts[0];
+    const unsigned long long taken = counts[1];
+    const std::size_t listed = found < capacity ? std::size_t(found) : capacity;
+    const std::size_t slots = taken < parts_capacity ? std::size_t(taken) : parts_capacity;
+    unsigned known = no_parts;
+    long_segment segment{};
+    segment_parts parts{};
+    for (std::size_t p = slots * blockIdx.x / gridDim.x; p < slots * (blockIdx.x + 1) / gridDim.x;
+         ++p) {
+      // A slot of a run that did not fit has no entry: what it holds names none whose slots
+      // include it.
+      const unsigned entry = part_entry[p];
+      if (entry >= listed) continue;
+      if (entry != known) {
+        known = entry;
+        segment = entries[entry];
+        parts = parts_of<T>(segment.range.length);
+      }
+      if (segment.first_part == no_parts || p < segment.first_part ||
+          p - segment.first_part >= parts.count)
+        continue;
+      spread(segment.index, segment.range, parts, unsigned(p - segment.first_part),
+             part_values + segment.first_part, tickets + segment.first_part);
+    }
+    // Whole segments: the next one's entry read while this one is folded.
+    long_segment next = blockIdx.x < listed ? entries[blockIdx.x] : long_segment{};
+    for (std::size_t e = blockIdx.x; e < listed; e += gridDim.x) {
+      const long_segment current = next;
+      if (e + gridDim.x < listed) next = entries[e + gridDim.x];
+      if (current.first_part == no_parts)
+        whole(current.index, current.range, parts_of<T>(current.range.length));
+    }
+    if (found > capacity) {
+      // Some long segments were not listed: every long one is folded whole, the listed ones
+      // again, to the same bits.
+      for (std::size_t index = blockIdx.x; index < segments.count; index += gridDim.x) {
+        const segment_range range = segments(index);
+        if (range.length > segment_reduce_paths<T>::warp_items)
+          whole(index, range, parts_of<T>(range.length));
+      }
+    }
+  }
+
+  // Called by one thread of each block once it is done with the counts.
+  __device__ void finished() const {
+    if (last_to_finish(reinterpret_cast<unsigned*>(&counts[2]), gridDim.x)) {
+      counts[0] = 0;
+      counts[1] = 0;
+    }
+  }
+};
+
+// Rows of one length, longer than a warp folds: parts spread when a row has several
+// (`part_values` holds rows x parts, `tickets` one a row, in counter memory), whole rows
+// otherwise.
+template <class T>
+struct long_rows {
+  T* part_values;
+  unsigned* tickets;
+
+  template <class Spread, class Whole>
+  __device__ void each(const row_segments& rows, Spread spread, Whole whole) const {
+    const segment_parts parts = parts_of<T>(rows.cols);
+    if (parts.count == 1) {
+      for (std::size_t row = blockIdx.x; row < rows.count; row += gridDim.x)
+        whole(row, rows(row), parts);
+      return;
+    }
+    const std::size_t slots = rows.count * parts.count;
+    for (std::size_t p = blockIdx.x; p < slots; p += gridDim.x) {
+      const std::size_t row = p / parts.count;
+      spread(row, rows(row), parts, unsigned(p - row * parts.count),
+             part_values + row * parts.count, tickets + row);
+    }
+  }
+  __device__ void finished() const {}
+};
+
+// ---- The kernels ---------------------------------------------------------------------------
+
+// Each warp takes `per_warp` segments at a time (one a lane; fewer than 32 when segments are
+// few, so that they spread over the GPU's warps). Segments of up to direct_items are folded
+// by their lane straight from memory, those up to stage_items are staged and folded by
+// their warp's lanes or the warp, longer ones a warp folds are folded by the warp straight
+// from memory, one after another, and long ones are listed.
+template <class T, class Segments, class Op>
+__global__ void __launch_bounds__(short_segment_threads)
+    reduce_short_segments_kernel(const T* in, T* out, Segments segments, unsigned per_warp, T init,
+                                 Op op, long_segment_list<T> longs) {
+  using paths = segment_reduce_paths<T>;
+  constexpr bool reorder = commutative<T, Op>;
+  constexpr unsigned warps = short_segment_threads / 32;
+  __shared__ segment_stage<T> stages[warps];
+  const int lane = lane_id();
+  segment_stage<T>& stage = stages[threadIdx.x / 32];
+  const std::size_t step = std::size_t(gridDim.x) * warps * per_warp;
+  for (std::size_t first = (std::size_t(blockIdx.x) * warps + threadIdx.x / 32) * per_warp;
+       first < segments.count; first += step) {
+    const std::size_t index = first + unsigned(lane);
+    const bool real = unsigned(lane) < per_warp && index < segments.count;
+    const segment_range range = real ? segments(index) : segment_range{0, 0};
+    if (real && range.length <= paths::direct_items)
+      out[index] = fold_alone(in + range.begin, range.length, init, op);
+    fold_staged_segments(
+        in, out, real && range.length > paths::direct_items && range.length <= paths::stage_items,
+        index, range, init, op, stage);
+
+    unsigned by_warp = __ballot_sync(
+        full_warp, real && range.length > paths::stage_items && range.length <= paths::warp_items);
+    while (by_warp != 0) {
+      const int owner = __ffs(by_warp) - 1;
+      by_warp &= by_warp - 1;
+      const std::size_t begin = shuffle_from(range.begin, owner);
+      const std::size_t length = shuffle_from(range.length, owner);
+      const partial<T> total =
+          fold_items<typename paths::warp_shape, reorder>(in + begin, length, 0, op);
+      if (lane == owner) out[index] = op(init, total.value);
+    }
+
+    longs.add(real && range.length > paths::warp_items, index, range);
+  }
+}
+
+template <class T>
+using long_segment_shape = typename segment_reduce_paths<T>::block_shape;
+
+// A block at a time: each part of a spread segment, or a whole segment.
+template <class T, class Segments, class Work, class Op>
+__global__ void __launch_bounds__(long_segment_shape<T>::threads,
+                                  long_segment_shape<T>::min_blocks_per_sm)
+    reduce_long_segments_kernel(const T* in, T* out, Segments segments, Work work, T init, Op op) {
+  using shape = long_segment_shape<T>;
+  using paths = segment_reduce_paths<T>;
+  constexpr bool reorder = commutative<T, Op>;
+  __shared__ block_reduce_storage<shape::warps, T> warp_results;
+  __shared__ uninitialized_array<T, 1> part_value;
+  __shared__ bool is_last;
+  const int warp = int(threadIdx.x / 32);
+
+  // Part `part` of the segment at `range`, folded; its value on thread 0.
+  const auto fold_part = [&](const segment_range& range, const segment_parts& parts,
+                             unsigned part) {
+    const std::size_t offset = std::size_t(part) * parts.items;
+    const std::size_t count =
+        range.length - offset < parts.items ? range.length - offset : parts.items;
+    const partial<T> value = block_reduce_warps(
+        fold_items<shape, reorder>(in + range.begin + offset, count, warp, op), op, warp_results);
+    __syncthreads();  // warp_results read
+    return value.value;
+  };
+  // Each thread's fold of its parts, combined in order after init.
+  const auto finish = [&](std::size_t index, const partial<T>& mine) {
+    const partial<T> total = block_reduce_warps(warp_reduce(mine, op), op, warp_results);
+    if (threadIdx.x == 0) out[index] = op(init, total.value);
+    __syncthreads();  // warp_results read
+  };
+
+  const auto spread = [&](std::size_t index, const segment_range& range, const segment_parts& parts,
+                          unsigned part, T* values, unsigned* ticket) {
+    const T value = fold_part(range, parts, part);
+    if (threadIdx.x == 0) {
+      values[part] = value;
+      is_last = last_to_finish(ticket, parts.count);
+    }
+    __syncthreads();
+    if (!is_last) return;
+    partial<T> mine{T{}, false};
+    for (unsigned j = 0; j < paths::parts_a_thread; ++j) {
+      const unsigned p = threadIdx.x * paths::parts_a_thread + j;
+      if (p < parts.count) mine = then(mine, partial<T>{load_published(&values[p]), true}, op);
+    }
+    finish(index, mine);
+  };
+  const auto whole = [&](std::size_t index, const segment_range& range,
+                         const segment_parts& parts) {
+    if (parts.count == 1) {  // what finish would make of one part value, without its steps
+      const T value = fold_part(range, parts, 0);
+      if (threadIdx.x == 0) out[index] = op(init, value);
+      return;
+    }
+    partial<T> mine{T{}, false};
+    for (unsigned p = 0; p < parts.count; ++p) {
+      const T value = fold_part(range, parts, p);
+      if (threadIdx.x == 0) part_value[0] = value;
+      __syncthreads();
+      if (threadIdx.x == p / paths::parts_a_thread)
+        mine = then(mine, partial<T>{part_value[0], true}, op);
+      __syncthreads();  // part_value read
+    }
+    finish(index, mine);
+  };
+
+  work.each(segments, spread, whole);
+  if (threadIdx.x == 0) work.finished();
+}
+
+}  // namespace ppat::detail
