@@ -220,6 +220,59 @@ void segmented_sort_case(session& s, std::size_t n, std::size_t length) {
   s.run(c);
 }
 
+// The k largest of n f32 keys with their positions: ppat's top_k against what CUB offers,
+// a full SortPairsDescending of (key, position) whose first k are the answer (the positions
+// made once, outside the timing). Bytes that must move: the keys read once.
+void top_k_case(session& s, std::size_t n, std::size_t k) {
+  using key = float;
+  const cudaStream_t stream = s.stream();
+  const int sets = s.rotation_sets(double(n) * sizeof(key));
+  std::vector<device_array<key>> keys_in(sets);
+  for (int set = 0; set < sets; ++set) {
+    keys_in[set] = device_array<key>(n);
+    fill_keys(keys_in[set].data(), n, 9400 + set);
+  }
+  device_array<std::int64_t> positions(n), sorted_positions(n);
+  device_array<key> sorted_keys(n), keys_out(k);
+  device_array<std::int64_t> indices_out(k);
+  std::vector<std::int64_t> host_positions(n);
+  for (std::size_t i = 0; i < n; ++i)
+    host_positions[i] = std::int64_t(i);
+  check(cudaMemcpy(positions.data(), host_positions.data(), n * sizeof(std::int64_t),
+                   cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  cub_sort cub([&](void* temp, std::size_t& bytes, int set) {
+    return cub::DeviceRadixSort::SortPairsDescending(temp, bytes, keys_in[set].data(),
+                                                     sorted_keys.data(), positions.data(),
+                                                     sorted_positions.data(), n, 0, 32, stream);
+  });
+  cub(0);
+  check(cudaStreamSynchronize(stream), "cub::DeviceRadixSort::SortPairsDescending");
+  const auto matches_cub = [&] {
+    return count_differences(indices_out.data(), sorted_positions.data(),
+                             k * sizeof(std::int64_t)) == 0;
+  };
+
+  bench_case c;
+  c.pattern = "sort";
+  c.label = "top-k f32, k = " + std::to_string(k);
+  c.type = "f32";
+  c.n = n;
+  c.bytes = double(n) * sizeof(key);
+  c.keys_per_second = true;
+  c.sets = sets;
+  c.copy_bytes = c.bytes / 2;
+  c.baseline = "cub::DeviceRadixSort::SortPairsDescending, first k";
+  c.variants.push_back({c.baseline, std::ref(cub), nullptr});
+  c.variants.push_back({"ppat::top_k",
+                        [&](int set) {
+                          ppat::top_k(keys_in[set].data(), n, k, keys_out.data(),
+                                      indices_out.data(), ppat::order::descending, stream);
+                        },
+                        matches_cub});
+  s.run(c);
+}
+
 }  // namespace
 
 void bench_sort(session& s) {
@@ -248,6 +301,11 @@ void bench_sort(session& s) {
     if (s.wants_type("u32", default_types)) {
       for (std::size_t length : {16, 100, 1000, 10000})
         if (length <= n && n < (std::size_t{1} << 31)) segmented_sort_case(s, n, length);
+    }
+    // Top-k in every run, quick ones too, unless the types asked for leave f32 out.
+    if (s.wants_type("f32", std::vector<std::string>{"f32"})) {
+      for (std::size_t k : {16, 1000})
+        if (k <= n && n < (std::size_t{1} << 31)) top_k_case(s, n, k);
     }
   }
 }

@@ -15,4 +15,5 @@
 #include "segmented_reduce.cuh"
 #include "select.cuh"
 #include "sort.cuh"
+#include "top_k.cuh"
 #include "transpose.cuh"

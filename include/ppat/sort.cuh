@@ -45,6 +45,10 @@ namespace detail {
 template <class K, class V>
 void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                 order ord, int begin_bit, int end_bit, cudaStream_t stream, const char* function);
+template <class K, class V>
+void sort_on_its_path(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                      std::size_t n, order ord, int begin_bit, int end_bit,
+                      const call_context& call);
 }  // namespace detail
 
 template <class K>
@@ -75,6 +79,15 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   if (n == 0) return;
   const call_context call(stream, function);
   require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
+  sort_on_its_path(keys_in, keys_out, values_in, values_out, n, ord, begin_bit, end_bit, call);
+}
+
+// n > 0 keys in checked buffers, sorted on the path n picks: also for calls that sort
+// buffers of their own (top_k's), which a captured call cannot ask about.
+template <class K, class V>
+void sort_on_its_path(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                      std::size_t n, order ord, int begin_bit, int end_bit,
+                      const call_context& call) {
   const radix_passes passes = radix_passes::of(begin_bit, end_bit);
   if (passes.count == 0) {
     copy_unsorted(keys_in, keys_out, values_in, values_out, n, call);

@@ -1,0 +1,113 @@
+// Top-k: the k keys that come first in an order, with their input positions, in that order.
+//
+//   ppat::top_k(in, n, k, keys_out, indices_out, order, stream)
+//
+// order::descending (the default) takes the k largest, order::ascending the k smallest, in
+// the sort's key order (NaN above +inf, every NaN one value); ties go to the lower position,
+// and the output lists them by position, as a stable sort would. Every key type the sort
+// takes; `Index` any integer type that holds n - 1. k == 0 writes nothing; k > n is
+// rejected. sort/radix_select.cuh holds the method: the k-th key found a digit at a time
+// (one read of the keys per 8 bits), the keys that come before it and the first of its
+// equals written in input order, then sorted.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "core/arguments.cuh"
+#include "core/device.cuh"
+#include "core/error.cuh"
+#include "core/launch.cuh"
+#include "core/memory.cuh"
+#include "sort.cuh"
+#include "sort/radix_select.cuh"
+
+namespace ppat {
+
+namespace detail {
+template <class K, class Index>
+void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out, order ord,
+           cudaStream_t stream, const char* function);
+}  // namespace detail
+
+template <class K, class Index>
+void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out,
+           order ord = order::descending, cudaStream_t stream = 0) {
+  detail::top_k(in, n, k, keys_out, indices_out, ord, stream, "ppat::top_k");
+}
+
+namespace detail {
+
+template <class K, class Index>
+void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out, order ord,
+           cudaStream_t stream, const char* function) {
+  static_assert(radix_key<K>::supported, "ppat::top_k takes the key types ppat sorts");
+  static_assert(std::is_integral_v<Index> && !std::is_same_v<Index, bool>,
+                "ppat::top_k writes positions as integers");
+  require(ord == order::ascending || ord == order::descending, function, "ord",
+          "must be order::ascending or order::descending");
+  if (k > n) {
+    throw_invalid_argument(
+        function, "k",
+        "is " + std::to_string(k) + ", more than the " + std::to_string(n) + " keys");
+  }
+  if (n > 0 && n - 1 > std::size_t(std::numeric_limits<Index>::max())) {
+    throw_invalid_argument(function, "indices_out",
+                           "has an index type that cannot hold position " + std::to_string(n - 1));
+  }
+  require_buffer(in, n, function, "in");
+  require_buffer(keys_out, k, function, "keys_out");
+  require_buffer(indices_out, k, function, "indices_out");
+  require_disjoint(in, n, keys_out, k, function, "in", "keys_out");
+  require_disjoint(in, n, indices_out, k, function, "in", "indices_out");
+  require_disjoint(keys_out, k, indices_out, k, function, "keys_out", "indices_out");
+  if (k == 0) return;
+  const call_context call(stream, function);
+  require_device_readable(in, n, call, "in");
+  require_device_readable(keys_out, k, call, "keys_out");
+  require_device_readable(indices_out, k, call, "indices_out");
+
+  using image_type = rank_image_type<K>;
+  using state_type = radix_select_state<image_type>;
+  const bool descending = ord == order::descending;
+  const std::size_t tiles = ceil_div(n, select_tile_items);
+  const std::size_t blocks = std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * 8);
+  constexpr std::size_t histogram_offset = 64;  // after the state
+  const std::size_t counts_offset = histogram_offset + select_bins * sizeof(unsigned long long);
+  temporary_buffer<unsigned char> memory(counts_offset + blocks * sizeof(taken_counts), call);
+  temporary_buffer<K> taken_keys(k, call);
+  temporary_buffer<Index> taken_positions(k, call);
+  auto* state = reinterpret_cast<state_type*>(memory.data());
+  auto* histogram = reinterpret_cast<unsigned long long*>(memory.data() + histogram_offset);
+  auto* block_counts = reinterpret_cast<taken_counts*>(memory.data() + counts_offset);
+
+  start_select_kernel<<<1, select_bins, 0, call.stream()>>>(state, k, histogram);
+  check_launch(function, "start_select_kernel");
+  const unsigned digit_blocks = grid_stride_blocks(n, select_threads * 16, call.limits(), 8);
+  for (int shift = 8 * int(sizeof(image_type)) - select_digit_bits; shift >= 0;
+       shift -= select_digit_bits) {
+    count_select_digit_kernel<<<digit_blocks, select_threads, 0, call.stream()>>>(
+        in, n, descending, state, shift, histogram);
+    check_launch(function, "count_select_digit_kernel");
+    pick_select_digit_kernel<<<1, select_bins, 0, call.stream()>>>(state, shift, histogram);
+    check_launch(function, "pick_select_digit_kernel");
+  }
+  count_taken_kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(in, n, descending,
+                                                                             state, block_counts);
+  check_launch(function, "count_taken_kernel");
+  write_taken_kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
+      in, n, descending, state, block_counts, taken_keys.data(), taken_positions.data());
+  check_launch(function, "write_taken_kernel");
+  sort_on_its_path(taken_keys.data(), keys_out, taken_positions.data(), indices_out, k, ord, 0,
+                   8 * int(sizeof(K)), call);
+  memory.release();
+  taken_keys.release();
+  taken_positions.release();
+}
+
+}  // namespace detail
+}  // namespace ppat

@@ -1,0 +1,206 @@
+// Top-k against the first k of a host stable sort: keys of every width, floats with NaNs of
+// any payload, infinities and signed zeros, inputs of few distinct values (ties decided by
+// position, across tile and block boundaries), every k from 1 to n on sizes from one key to
+// more than a block's run, both orders, index types of every width; graph capture; bad
+// arguments. Outputs are poisoned first and checked whole, bitwise.
+#include <ppat/ppat.cuh>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+using ppat_test::first_mismatch;
+using ppat_test::key_with_bits;
+using ppat_test::on_device;
+using ppat_test::poisoned;
+
+// Keys of every bit pattern, or (`few`) from a handful of values: zeros of both signs, the
+// extremes, and for floats NaNs of several payloads and infinities.
+template <class K>
+std::vector<K> draw_keys(std::size_t n, bool few) {
+  std::uniform_int_distribution<std::uint64_t> any;
+  auto& rng = ppat_test::rng();
+  const std::uint64_t sign = std::uint64_t{1} << (8 * sizeof(K) - 1);
+  std::vector<std::uint64_t> handful = {0,       sign, ~std::uint64_t{0}, any(rng), any(rng) | sign,
+                                        sign - 1};
+  if constexpr (std::is_floating_point_v<K>) {
+    for (K special : {std::numeric_limits<K>::infinity(), -std::numeric_limits<K>::infinity(),
+                      std::numeric_limits<K>::quiet_NaN(), -std::numeric_limits<K>::quiet_NaN()}) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &special, sizeof(K));
+      handful.push_back(bits);
+    }
+    handful.push_back(handful.back() | 5);  // a NaN of another payload
+  }
+  std::vector<K> keys(n);
+  for (auto& key : keys)
+    key = key_with_bits<K>(few ? handful[rng() % handful.size()] : any(rng));
+  return keys;
+}
+
+// `order`: the host's stable sort of the keys in `ord`.
+template <class K, class Index>
+void expect_top_k(const std::vector<K>& keys, std::size_t k, ppat::order ord,
+                  const std::vector<std::size_t>& order) {
+  const std::size_t n = keys.size();
+  SCOPED_TRACE("n = " + std::to_string(n) + ", k = " + std::to_string(k) +
+               (ord == ppat::order::descending ? ", descending" : ", ascending"));
+  const auto in = on_device(keys);
+  const auto keys_out = poisoned<K>(k);
+  const auto indices_out = poisoned<Index>(k);
+  ppat::top_k(in->data(), n, k, keys_out->data(), indices_out->data(), ord);
+  PPAT_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<K> expected_keys(k);
+  std::vector<Index> expected_indices(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    expected_keys[i] = keys[order[i]];
+    expected_indices[i] = Index(order[i]);
+  }
+  EXPECT_EQ(first_mismatch(indices_out->download(), expected_indices), -1);
+  EXPECT_EQ(first_mismatch(keys_out->download(), expected_keys), -1);
+  EXPECT_TRUE(keys_out->guards_intact() && indices_out->guards_intact())
+      << "written outside an output";
+}
+
+constexpr std::size_t sizes[] = {1, 2, 7, 2048, 2049, 100003, 1000003};
+
+template <class K, class Index>
+void expect_top_k(const std::vector<K>& keys, std::size_t k, ppat::order ord) {
+  expect_top_k<K, Index>(
+      keys, k, ord,
+      ppat_reference::sorted_positions(keys, /*descending=*/ord == ppat::order::descending));
+}
+
+// Under the sanitizers (PPAT_TEST_MAX_ITEMS set), whose kernels run ten to a hundred times
+// slower, two values of k stand for the rest.
+bool sampled_out(std::size_t k, std::size_t n) {
+  return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr && k != 2 && k != n / 2;
+}
+
+template <class K, class Index = std::int64_t>
+void every_case(const char* type) {
+  SCOPED_TRACE(type);
+  PPAT_TRACE_SEED();
+  for (std::size_t n : sizes) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (bool few : {false, true}) {
+      SCOPED_TRACE(few ? "few distinct keys" : "keys of every bit pattern");
+      const std::vector<K> keys = draw_keys<K>(n, few);
+      for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+        const auto order =
+            ppat_reference::sorted_positions(keys, /*descending=*/ord == ppat::order::descending);
+        for (std::size_t k : {std::size_t{1}, std::size_t{2}, std::size_t{1000}, n / 2, n - 1, n}) {
+          if (k == 0 || k > n || sampled_out(k, n)) continue;
+          expect_top_k<K, Index>(keys, k, ord, order);
+        }
+      }
+    }
+  }
+}
+
+TEST(top_k, keys_of_every_width) {
+  PPAT_REQUIRE_GPU();
+  every_case<std::uint8_t>("u8");
+  every_case<std::int16_t>("i16");
+  every_case<std::uint32_t>("u32");
+  every_case<std::int32_t>("i32");
+  every_case<std::int64_t>("i64");
+}
+
+TEST(top_k, floating_point_keys) {
+  PPAT_REQUIRE_GPU();
+  every_case<float>("f32");
+  every_case<double>("f64");
+  every_case<__half>("f16");
+}
+
+TEST(top_k, index_types) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const auto keys = draw_keys<float>(100003, true);
+  expect_top_k<float, std::int32_t>(keys, 777, ppat::order::descending);
+  expect_top_k<float, std::uint32_t>(keys, 777, ppat::order::ascending);
+  expect_top_k<float, std::uint64_t>(keys, 100003, ppat::order::descending);
+  expect_top_k<float, std::int8_t>(draw_keys<float>(128, true), 50, ppat::order::descending);
+  expect_top_k<float, std::uint8_t>(draw_keys<float>(256, true), 256, ppat::order::ascending);
+}
+
+TEST(top_k, stream_and_graph_capture) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 300007, k = 4321;
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto keys = draw_keys<std::uint32_t>(n, false);
+  const auto in = on_device(keys);
+  const auto keys_out = poisoned<std::uint32_t>(k);
+  const auto indices_out = poisoned<std::int64_t>(k);
+  ppat_test::capture_and_replay(
+      stream,
+      [&] {
+        ppat::top_k(in->data(), n, k, keys_out->data(), indices_out->data(),
+                    ppat::order::descending, stream);
+      },
+      [&](int) {
+        keys = draw_keys<std::uint32_t>(n, true);
+        in->upload(keys);
+        keys_out->poison();
+        indices_out->poison();
+      },
+      [&](int) {
+        const auto order = ppat_reference::sorted_positions(keys, /*descending=*/true);
+        std::vector<std::int64_t> expected(order.begin(), order.begin() + std::ptrdiff_t(k));
+        EXPECT_EQ(first_mismatch(indices_out->download(), expected), -1);
+      });
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+}
+
+TEST(top_k_arguments, bad_arguments_are_rejected_before_any_launch) {
+  PPAT_REQUIRE_GPU();
+  const auto in = on_device(draw_keys<float>(300, false));
+  const auto keys_out = poisoned<float>(300);
+  const auto indices_out = poisoned<std::int64_t>(300);
+  const auto expect_rejected = [](auto call, const char* argument) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("ppat::top_k"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(argument), std::string::npos) << e.what();
+    }
+  };
+  expect_rejected([&] { ppat::top_k(in->data(), 300, 301, keys_out->data(), indices_out->data()); },
+                  "'k'");
+  expect_rejected(
+      [&] {
+        ppat::top_k(in->data(), 300, 5, keys_out->data(),
+                    reinterpret_cast<std::int8_t*>(indices_out->data()));
+      },
+      "indices_out");
+  expect_rejected([&] { ppat::top_k(in->data(), 300, 5, (float*)nullptr, indices_out->data()); },
+                  "keys_out");
+  expect_rejected([&] { ppat::top_k(in->data(), 300, 5, in->data() + 10, indices_out->data()); },
+                  "keys_out");
+  expect_rejected(
+      [&] {
+        ppat::top_k(in->data(), 300, 5, keys_out->data(), indices_out->data(), ppat::order(7));
+      },
+      "ord");
+  ppat_test::expect_no_cuda_error();
+  // Nothing to take is no error.
+  ppat::top_k(in->data(), 300, 0, keys_out->data(), indices_out->data());
+  ppat::top_k((const float*)nullptr, 0, 0, (float*)nullptr, (std::int64_t*)nullptr);
+  ppat_test::expect_no_cuda_error();
+}
+
+}  // namespace
