@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -394,6 +395,35 @@ TEST(segmented_reduce, huge_segment_above_2_pow_32_items) {
   PPAT_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(first_mismatch(out8->download(), host_fold(items, s, std::uint8_t(1), ppat::plus{})),
             -1);
+}
+
+// 2^28 items in segments of one length, by offsets and as rows: every warp's lanes each
+// hold a segment (32 a warp), and a long segment's block folds dozens one after another.
+// At this size the bench's sums of segments of 1,000 and 10,000 differed from CUB's (device
+// check of a709cff), where these lengths at 2^24 and 2^26 agreed with the host.
+TEST(segmented_reduce, huge_many_segments_of_one_length) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = std::size_t(1) << 28;
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
+  const auto items = ppat_test::random_integers<std::int32_t>(n, -100, 100);
+  const auto on = std::make_unique<device_buffer<std::int32_t>>(items);
+  for (std::size_t length : {std::size_t{1000}, std::size_t{10000}}) {
+    SCOPED_TRACE("segments of " + std::to_string(length));
+    const std::size_t count = n / length;
+    segments s;
+    for (std::size_t i = 0; i < count; ++i) {
+      s.begins.push_back((long long)(i * length));
+      s.ends.push_back((long long)((i + 1) * length));
+    }
+    const std::vector<std::int32_t> expected = host_fold(items, s, 0, ppat::plus{});
+    EXPECT_EQ(first_mismatch(device_fold<std::int32_t, int>(*on, s, 0, ppat::plus{}), expected),
+              -1);
+    const auto rows_out = poisoned<std::int32_t>(count);
+    ppat::reduce_batched(on->data(), rows_out->data(), count, length, 0);
+    PPAT_CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(first_mismatch(rows_out->download(), expected), -1);
+  }
 }
 
 TEST(segmented_reduce_arguments, bad_arguments_are_rejected_before_any_launch) {
