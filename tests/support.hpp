@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -216,6 +217,24 @@ inline std::vector<affine> random_affine_maps(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     maps[i] = {a[i] | 1u, b[i], 1u};
   return maps;
+}
+
+struct wide {  // a 16-byte value
+  std::uint32_t a, b, c, d;
+};
+
+// `call()` throws std::invalid_argument whose message names `function` and contains
+// `argument` (the argument's name, quoted as the message quotes it where that matters).
+template <class Call>
+void expect_rejected(const char* function, const char* argument, Call call) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception for " << function << ", " << argument;
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(function), std::string::npos) << message;
+    EXPECT_NE(message.find(argument), std::string::npos) << message;
+  }
 }
 
 // Bytes that a kernel must overwrite: all-ones is NaN for floats and -1 for integers.

@@ -34,9 +34,7 @@ using ppat_test::on_device;
 using ppat_test::poisoned;
 using ppat_test::segments;
 
-struct wide {  // a 16-byte value
-  std::uint32_t a, b, c, d;
-};
+using ppat_test::wide;
 
 // Keys of every bit pattern, a quarter of them from a handful of values so that segments
 // hold runs of equal keys (and, for floats, NaNs, infinities and signed zeros among them).
@@ -374,14 +372,7 @@ TEST(segmented_sort_arguments, bad_arguments_are_rejected) {
   int buffer[64] = {};
   long long offsets[4] = {0, 2, 2, 4};
   const auto rejects = [](auto call, const char* argument) {
-    try {
-      call();
-      ADD_FAILURE() << "no exception for " << argument;
-    } catch (const std::invalid_argument& e) {
-      const std::string message = e.what();
-      EXPECT_NE(message.find("sort_"), std::string::npos) << message;
-      EXPECT_NE(message.find(argument), std::string::npos) << message;
-    }
+    ppat_test::expect_rejected("sort_", argument, call);
   };
   const long long* no_offsets = nullptr;
   rejects([&] { ppat::segmented_sort_keys(none, buffer, 4, 2, offsets, offsets + 1); }, "'in'");

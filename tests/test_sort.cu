@@ -30,9 +30,7 @@ using ppat_test::key_with_bits;
 using ppat_test::on_device;
 using ppat_test::poisoned;
 
-struct wide {  // a 16-byte value
-  std::uint32_t a, b, c, d;
-};
+using ppat_test::wide;
 
 template <class K>
 constexpr bool is_float_key =
