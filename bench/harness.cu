@@ -151,13 +151,17 @@ void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::u
   check(cudaDeviceSynchronize(), "fill_runs_kernel");
 }
 
+void copy_to_device(void* to, const void* from, std::size_t bytes) {
+  check(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaDeviceSynchronize(), "cudaMemcpy");
+}
+
 device_array<int> fixed_length_offsets(std::size_t segments, std::size_t length) {
   std::vector<int> host(segments + 1);
   for (std::size_t i = 0; i <= segments; ++i)
     host[i] = int(i * length);
   device_array<int> offsets(segments + 1);
-  check(cudaMemcpy(offsets.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+  copy_to_device(offsets.data(), host.data(), host.size() * sizeof(int));
   return offsets;
 }
 

@@ -83,6 +83,11 @@ void fill_random_bits(T* data, std::size_t n, std::uint64_t seed);
 // Keys in runs of `run_length` equal values, each run's key drawn from (seed, run index).
 void fill_runs(std::int32_t* keys, std::size_t n, std::size_t run_length, std::uint64_t seed);
 
+// Copies host values to `to` and returns once they are on the device. A cudaMemcpy from
+// pageable memory may return while its last bytes are still on their way, which the
+// legacy stream orders but the non-blocking stream every case runs on does not.
+void copy_to_device(void* to, const void* from, std::size_t bytes);
+
 // Offsets of `segments` segments of `length` items each, back to back from 0: one array of
 // segments + 1 for both ends.
 device_array<int> fixed_length_offsets(std::size_t segments, std::size_t length);

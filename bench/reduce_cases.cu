@@ -92,8 +92,7 @@ void reduce_case(session& s, std::size_t n) {
 }
 
 // One thread a segment, adding its items in order: what the segmented cells are checked
-// against, rather than the peer being timed (at 2^28 CUB's sums of segments of 1,000 and
-// 10,000 items differed from ppat's in the device check of a709cff, not yet explained).
+// against, rather than the peer being timed.
 __global__ void segment_sums_kernel(const std::int32_t* in, const int* offsets,
                                     std::size_t segments, std::int32_t* sums) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;

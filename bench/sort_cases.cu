@@ -238,9 +238,7 @@ void top_k_case(session& s, std::size_t n, std::size_t k) {
   std::vector<std::int64_t> host_positions(n);
   for (std::size_t i = 0; i < n; ++i)
     host_positions[i] = std::int64_t(i);
-  check(cudaMemcpy(positions.data(), host_positions.data(), n * sizeof(std::int64_t),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+  copy_to_device(positions.data(), host_positions.data(), n * sizeof(std::int64_t));
   cub_sort cub([&](void* temp, std::size_t& bytes, int set) {
     return cub::DeviceRadixSort::SortPairsDescending(temp, bytes, keys_in[set].data(),
                                                      sorted_keys.data(), positions.data(),

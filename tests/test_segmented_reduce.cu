@@ -399,8 +399,6 @@ TEST(segmented_reduce, huge_segment_above_2_pow_32_items) {
 
 // 2^28 items in segments of one length, by offsets and as rows: every warp's lanes each
 // hold a segment (32 a warp), and a long segment's block folds dozens one after another.
-// At this size the bench's sums of segments of 1,000 and 10,000 differed from CUB's (device
-// check of a709cff), where these lengths at 2^24 and 2^26 agreed with the host.
 TEST(segmented_reduce, huge_many_segments_of_one_length) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
