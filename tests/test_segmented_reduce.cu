@@ -197,6 +197,31 @@ TEST(segmented_reduce, one_offset_array_for_both_ends) {
   EXPECT_TRUE(out->guards_intact());
 }
 
+// Given the items' extent, a segment that reaches past it reads as empty: the call reads
+// nothing beyond the n items (the sanitizers would see it).
+TEST(segmented_reduce, segments_past_n_read_as_empty_where_n_is_given) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = items_for(400000);
+  const auto items = draw_integers<std::uint32_t>(n);
+  const auto on = on_device(items);
+  auto& random = ppat_test::rng();
+  const segments s = ppat_test::lay_out(
+      n, layout::not_ranges, [&] { return random() % 3000; }, /*ends_past_n=*/true);
+  segments within = s;
+  for (std::size_t i = 0; i < within.ends.size(); ++i) {
+    if (within.ends[i] > (long long)n) within.ends[i] = within.begins[i];
+  }
+  const auto begins = on_device(s.begins);
+  const auto ends = on_device(s.ends);
+  const auto out = poisoned<std::uint32_t>(s.begins.size());
+  ppat::segmented_reduce(on->data(), n, out->data(), s.begins.size(), begins->data(), ends->data(),
+                         5u);
+  PPAT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(first_mismatch(out->download(), host_fold(items, within, 5u, ppat::plus{})), -1);
+  EXPECT_TRUE(out->guards_intact());
+}
+
 // Doubles of exact fractions: every partial sum is exact, so any order gives the host's sum.
 TEST(segmented_reduce, doubles_of_exact_fractions) {
   PPAT_REQUIRE_GPU();
@@ -464,11 +489,29 @@ TEST(segmented_reduce_arguments, bad_arguments_are_rejected_before_any_launch) {
       "cols");
   expect_rejected([&] { ppat::reduce_batched(items->data(), items->data() + 5, 10, 10, 0u); },
                   "out");
+  // Given n, `in` is known: null with items to read, or under `out`.
+  expect_rejected(
+      [&] {
+        ppat::segmented_reduce((const std::uint32_t*)nullptr, 100, out->data(), 3, offsets->data(),
+                               offsets->data() + 1, 0u);
+      },
+      "in");
+  expect_rejected(
+      [&] {
+        ppat::segmented_reduce(items->data(), 100, items->data() + 50, 3, offsets->data(),
+                               offsets->data() + 1, 0u);
+      },
+      "out");
   ppat_test::expect_no_cuda_error();
   // Nothing to do is no error.
   ppat::segmented_reduce(items->data(), out->data(), 0, offsets->data(), offsets->data() + 1, 0u);
   ppat::reduce_batched(items->data(), out->data(), 0, 10, 0u);
   ppat_test::expect_no_cuda_error();
+  // No items: every segment reaches past them and gets init.
+  ppat::segmented_reduce((const std::uint32_t*)nullptr, 0, out->data(), 3, offsets->data(),
+                         offsets->data() + 1, 41u);
+  PPAT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(first_mismatch(out->download(), std::vector<std::uint32_t>{41u, 41u, 41u}), -1);
 }
 
 }  // namespace

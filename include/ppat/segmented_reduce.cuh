@@ -4,6 +4,9 @@
 //   ppat::segmented_reduce(in, out, num_segments, begin_offsets, end_offsets, init, op,
 //                          stream)   out[i] = init op in[begin_offsets[i]] op ...
 //                                             op in[end_offsets[i] - 1]
+//   ppat::segmented_reduce(in, n, out, num_segments, begin_offsets, end_offsets, init, op,
+//                          stream)   the same over the n items of `in`: a segment reaching
+//                                    past them reads as empty
 //   ppat::reduce_batched(in, out, rows, cols, init, op, stream)
 //                                    out[r] = init op (row r of a row-major matrix, in order)
 //
@@ -11,10 +14,10 @@
 // every segment, and an empty one gets `init` alone. Segment i is [begin_offsets[i],
 // end_offsets[i]): offsets are 32- or 64-bit device arrays, read on the device only (the
 // calls capture into graphs); segments may be empty, of any length, in any order and with
-// gaps between them. An offset pair that is no range (negative, or end before begin) is the
-// caller's error and reads as an empty segment. Floating-point results are the same bits on
-// every run: a segment's operations depend only on its length. reduce/segments.cuh holds
-// the paths a segment takes.
+// gaps between them. An offset pair that is no range (negative, end before begin, or past
+// n where n is given) is the caller's error and reads as an empty segment. Floating-point
+// results are the same bits on every run: a segment's operations depend only on its length.
+// reduce/segments.cuh holds the paths a segment takes.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,9 +40,9 @@ namespace ppat {
 
 namespace detail {
 template <class T, class Offset, class Op>
-void segmented_reduce(const T* in, T* out, std::size_t num_segments, const Offset* begin_offsets,
-                      const Offset* end_offsets, T init, Op op, cudaStream_t stream,
-                      const char* function);
+void segmented_reduce(const T* in, std::size_t n, T* out, std::size_t num_segments,
+                      const Offset* begin_offsets, const Offset* end_offsets, T init, Op op,
+                      cudaStream_t stream, const char* function);
 template <class T, class Op>
 void reduce_batched(const T* in, T* out, std::size_t rows, std::size_t cols, T init, Op op,
                     cudaStream_t stream, const char* function);
@@ -48,7 +51,15 @@ void reduce_batched(const T* in, T* out, std::size_t rows, std::size_t cols, T i
 template <class T, class Offset, class Op = plus>
 void segmented_reduce(const T* in, T* out, std::size_t num_segments, const Offset* begin_offsets,
                       const Offset* end_offsets, T init, Op op = {}, cudaStream_t stream = 0) {
-  detail::segmented_reduce(in, out, num_segments, begin_offsets, end_offsets, init, op, stream,
+  detail::segmented_reduce(in, std::numeric_limits<std::size_t>::max(), out, num_segments,
+                           begin_offsets, end_offsets, init, op, stream, "ppat::segmented_reduce");
+}
+
+template <class T, class Offset, class Op = plus>
+void segmented_reduce(const T* in, std::size_t n, T* out, std::size_t num_segments,
+                      const Offset* begin_offsets, const Offset* end_offsets, T init, Op op = {},
+                      cudaStream_t stream = 0) {
+  detail::segmented_reduce(in, n, out, num_segments, begin_offsets, end_offsets, init, op, stream,
                            "ppat::segmented_reduce");
 }
 
@@ -151,27 +162,29 @@ void reduce_rows(const T* in, T* out, const row_segments& rows, T init, Op op,
   values.release();
 }
 
+// n: the items' extent, or the largest size_t where the caller did not give it.
 template <class T, class Offset, class Op>
-void segmented_reduce(const T* in, T* out, std::size_t num_segments, const Offset* begin_offsets,
-                      const Offset* end_offsets, T init, Op op, cudaStream_t stream,
-                      const char* function) {
+void segmented_reduce(const T* in, std::size_t n, T* out, std::size_t num_segments,
+                      const Offset* begin_offsets, const Offset* end_offsets, T init, Op op,
+                      cudaStream_t stream, const char* function) {
   static_assert(std::is_integral_v<Offset> && !std::is_same_v<Offset, bool> &&
                     (sizeof(Offset) == 4 || sizeof(Offset) == 8),
                 "ppat::segmented_reduce takes 32- or 64-bit integer offsets");
   static_assert(std::is_trivially_copyable_v<T>, "ppat::segmented_reduce: T is trivially copyable");
-  // The items' extent is in the offsets, on the device: `in` must be there to be read.
-  require_buffer(in, num_segments == 0 ? 0 : 1, function, "in");
+  // Without n, the items' extent is in the offsets, on the device: `in` must be there to be
+  // read.
+  const bool sized = n != std::numeric_limits<std::size_t>::max();
+  require_buffer(in, num_segments == 0 ? 0 : sized ? n : 1, function, "in");
+  if (sized) require_disjoint(in, n, out, num_segments, function, "in", "out");
   require_buffer(out, num_segments, function, "out");
   require_segment_offsets(begin_offsets, end_offsets, num_segments, out, num_segments, function,
                           "out");
   if (num_segments == 0) return;
   const call_context call(stream, function);
-  require_device_readable(in, 1, call, "in");
+  require_device_readable(in, sized ? n : 1, call, "in");
   require_device_readable(out, num_segments, call, "out");
   require_segment_offsets_readable(begin_offsets, end_offsets, num_segments, call);
-  reduce_segments(in, out,
-                  offset_segments<Offset>{begin_offsets, end_offsets,
-                                          std::numeric_limits<std::size_t>::max(), num_segments},
+  reduce_segments(in, out, offset_segments<Offset>{begin_offsets, end_offsets, n, num_segments},
                   init, op, call);
 }
 
