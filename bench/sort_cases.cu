@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness.hpp"
@@ -275,6 +276,68 @@ void top_k_case(session& s, std::size_t n, std::size_t k) {
   s.run(c);
 }
 
+// The k largest of each row of a rows x cols f32 matrix with their positions in the row:
+// ppat's top_k_batched against what CUB offers, a stable segmented sort of every row's
+// (key, position) descending, whose first k a row are the answer. Bytes that must move: the
+// keys read once.
+void top_k_batched_case(session& s, std::size_t n, std::size_t cols, std::size_t k) {
+  using key = float;
+  const cudaStream_t stream = s.stream();
+  const std::size_t rows = n / cols;
+  n = rows * cols;
+  const int sets = s.rotation_sets(double(n) * sizeof(key));
+  std::vector<device_array<key>> keys_in(sets);
+  for (int set = 0; set < sets; ++set) {
+    keys_in[set] = device_array<key>(n);
+    fill_keys(keys_in[set].data(), n, 9500 + set);
+  }
+  device_array<std::int64_t> positions(n), sorted_positions(n);
+  device_array<key> sorted_keys(n), keys_out(rows * k);
+  device_array<std::int64_t> indices_out(rows * k);
+  std::vector<std::int64_t> host_positions(n);
+  for (std::size_t i = 0; i < n; ++i)
+    host_positions[i] = std::int64_t(i % cols);
+  copy_to_device(positions.data(), host_positions.data(), n * sizeof(std::int64_t));
+  const device_array<int> offsets = fixed_length_offsets(rows, cols);
+  cub_sort cub([&](void* temp, std::size_t& bytes, int set) {
+    return cub::DeviceSegmentedSort::StableSortPairsDescending(
+        temp, bytes, keys_in[set].data(), sorted_keys.data(), positions.data(),
+        sorted_positions.data(), int(n), int(rows), offsets.data(), offsets.data() + 1, stream);
+  });
+  // The answer for set 0, each row's first k kept apart before CUB is timed on other sets.
+  cub(0);
+  device_array<std::int64_t> expected(rows * k);
+  check(cudaMemcpy2DAsync(expected.data(), k * sizeof(std::int64_t), sorted_positions.data(),
+                          cols * sizeof(std::int64_t), k * sizeof(std::int64_t), rows,
+                          cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpy2DAsync");
+  check(cudaStreamSynchronize(stream), "cub::DeviceSegmentedSort::StableSortPairsDescending");
+  const auto matches_cub = [&] {
+    return count_differences(indices_out.data(), expected.data(),
+                             rows * k * sizeof(std::int64_t)) == 0;
+  };
+
+  bench_case c;
+  c.pattern = "sort";
+  c.label = "top-k of each row f32, " + std::to_string(rows) + " x " + std::to_string(cols) +
+            ", k = " + std::to_string(k);
+  c.type = "f32";
+  c.n = n;
+  c.bytes = double(n) * sizeof(key);
+  c.keys_per_second = true;
+  c.sets = sets;
+  c.copy_bytes = c.bytes / 2;
+  c.baseline = "cub::DeviceSegmentedSort::StableSortPairsDescending, first k";
+  c.variants.push_back({c.baseline, std::ref(cub), nullptr});
+  c.variants.push_back({"ppat::top_k_batched",
+                        [&](int set) {
+                          ppat::top_k_batched(keys_in[set].data(), rows, cols, k, keys_out.data(),
+                                              indices_out.data(), ppat::order::descending, stream);
+                        },
+                        matches_cub});
+  s.run(c);
+}
+
 }  // namespace
 
 void bench_sort(session& s) {
@@ -308,6 +371,10 @@ void bench_sort(session& s) {
     if (s.wants_type("f32", std::vector<std::string>{"f32"})) {
       for (std::size_t k : {16, 1000})
         if (k <= n && n < (std::size_t{1} << 31)) top_k_case(s, n, k);
+      // Rows of logits: a vocabulary of 32,768 or 131,072, the sampler's k.
+      for (const auto& [cols, k] : {std::pair<std::size_t, std::size_t>{32768, 50},
+                                    std::pair<std::size_t, std::size_t>{131072, 1000}})
+        if (cols <= n && n < (std::size_t{1} << 31)) top_k_batched_case(s, n, cols, k);
     }
   }
 }

@@ -334,6 +334,32 @@ int self_check() {
       });
     });
   });
+  // Top-k of each row: the float keys above (NaNs, signed zeros) as 1,000 rows of 1,000.
+  const std::size_t top_rows = 1000, top_cols = 1000, k = 37;
+  const std::vector<float> top_matrix(floats.begin(), floats.begin() + top_rows * top_cols);
+  std::vector<std::int64_t> row_top(top_rows * k);
+  for (std::size_t r = 0; r < top_rows; ++r) {
+    const std::vector<float> row(top_matrix.begin() + r * top_cols,
+                                 top_matrix.begin() + (r + 1) * top_cols);
+    const auto order = ppat_reference::sorted_positions(row, /*descending=*/true);
+    for (std::size_t j = 0; j < k; ++j)
+      row_top[r * k + j] = std::int64_t(order[j]);
+  }
+  report("top_k_batched", [&] {
+    return run_and_compare<float, std::int64_t>(
+        top_matrix, row_top, [&](const float* in, std::int64_t* indices) {
+          float* keys_out = nullptr;
+          check_cuda(cudaMalloc(&keys_out, top_rows * k * sizeof(float)));
+          try {
+            ppat::top_k_batched(in, top_rows, top_cols, k, keys_out, indices);
+          } catch (...) {
+            (void)cudaFree(keys_out);
+            throw;
+          }
+          check_cuda(cudaDeviceSynchronize());
+          check_cuda(cudaFree(keys_out));
+        });
+  });
   report("textbook::reduce_then_scan_sort_pairs", [&] {
     return check_pairs(
         [&](const int* keys_in, int* keys_out, const unsigned* values_in, unsigned* values_out) {

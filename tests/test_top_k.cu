@@ -2,7 +2,9 @@
 // any payload, infinities and signed zeros, inputs of few distinct values (ties decided by
 // position, across tile and block boundaries), every k from 1 to n on sizes from one key to
 // more than a block's run, both orders, index types of every width; graph capture; bad
-// arguments. Outputs are poisoned first and checked whole, bitwise.
+// arguments. The batched form row by row against the same reference, on shapes of a block a
+// row and of rows long enough for the whole GPU each. Outputs are poisoned first and checked
+// whole, bitwise.
 #include <ppat/ppat.cuh>
 
 #include <cstdint>
@@ -165,6 +167,123 @@ TEST(top_k, stream_and_graph_capture) {
   PPAT_CUDA_OK(cudaStreamDestroy(stream));
 }
 
+// Every row of a rows x cols matrix against the host's stable sort of that row.
+template <class K, class Index = std::int64_t>
+void expect_top_k_batched(const std::vector<K>& keys, std::size_t rows, std::size_t cols,
+                          std::size_t k, ppat::order ord) {
+  SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols) + ", k = " + std::to_string(k) +
+               (ord == ppat::order::descending ? ", descending" : ", ascending"));
+  const auto in = on_device(keys);
+  const auto keys_out = poisoned<K>(rows * k);
+  const auto indices_out = poisoned<Index>(rows * k);
+  ppat::top_k_batched(in->data(), rows, cols, k, keys_out->data(), indices_out->data(), ord);
+  PPAT_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<K> expected_keys(rows * k);
+  std::vector<Index> expected_indices(rows * k);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::vector<K> row(keys.begin() + std::ptrdiff_t(r * cols),
+                             keys.begin() + std::ptrdiff_t((r + 1) * cols));
+    const auto order =
+        ppat_reference::sorted_positions(row, /*descending=*/ord == ppat::order::descending);
+    for (std::size_t i = 0; i < k; ++i) {
+      expected_keys[r * k + i] = row[order[i]];
+      expected_indices[r * k + i] = Index(order[i]);
+    }
+  }
+  EXPECT_EQ(first_mismatch(indices_out->download(), expected_indices), -1);
+  EXPECT_EQ(first_mismatch(keys_out->download(), expected_keys), -1);
+  EXPECT_TRUE(keys_out->guards_intact() && indices_out->guards_intact())
+      << "written outside an output";
+}
+
+// Shapes of a block a row (one row, rows of one key, rows across a tile's edge, many short
+// rows) and of two rows long enough to take the whole GPU each.
+template <class K>
+void every_batched_case(const char* type) {
+  SCOPED_TRACE(type);
+  PPAT_TRACE_SEED();
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1},      {3, 1},     {1, 2049},
+                                                        {5, 2048},   {7, 2049},  {1000, 37},
+                                                        {333, 1000}, {3, 40009}, {2, 300007}};
+  for (const auto& [rows, cols] : shapes) {
+    if (ppat_test::over_item_budget(rows * cols)) continue;
+    for (bool few : {false, true}) {
+      SCOPED_TRACE(few ? "few distinct keys" : "keys of every bit pattern");
+      const std::vector<K> keys = draw_keys<K>(rows * cols, few);
+      for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+        for (std::size_t k : {std::size_t{1}, std::size_t{2}, std::size_t{100}, cols / 2, cols}) {
+          if (k == 0 || k > cols || sampled_out(k, cols)) continue;
+          expect_top_k_batched<K>(keys, rows, cols, k, ord);
+        }
+      }
+    }
+  }
+}
+
+TEST(top_k_batched, rows_of_every_key_width) {
+  PPAT_REQUIRE_GPU();
+  every_batched_case<std::uint8_t>("u8");
+  every_batched_case<std::int16_t>("i16");
+  every_batched_case<std::int32_t>("i32");
+  every_batched_case<std::uint64_t>("u64");
+  every_batched_case<float>("f32");
+  every_batched_case<double>("f64");
+  every_batched_case<__half>("f16");
+}
+
+TEST(top_k_batched, index_types) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  expect_top_k_batched<float, std::int32_t>(draw_keys<float>(64 * 5000, true), 64, 5000, 777,
+                                            ppat::order::descending);
+  expect_top_k_batched<float, std::uint16_t>(draw_keys<float>(10 * 65536, false), 10, 65536, 300,
+                                             ppat::order::ascending);
+  // Positions in a row of 128 fit an int8 even where positions in the matrix do not.
+  expect_top_k_batched<float, std::int8_t>(draw_keys<float>(50 * 128, true), 50, 128, 50,
+                                           ppat::order::descending);
+}
+
+TEST(top_k_batched, stream_and_graph_capture) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  cudaStream_t stream;
+  PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // A block a row, then rows that take the whole GPU each.
+  for (const auto& shape : {std::pair<std::size_t, std::size_t>{300, 3001},
+                            std::pair<std::size_t, std::size_t>{2, 300007}}) {
+    const std::size_t rows = shape.first, cols = shape.second;
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    const std::size_t k = 1234;
+    auto keys = draw_keys<std::uint32_t>(rows * cols, false);
+    const auto in = on_device(keys);
+    const auto keys_out = poisoned<std::uint32_t>(rows * k);
+    const auto indices_out = poisoned<std::int64_t>(rows * k);
+    ppat_test::capture_and_replay(
+        stream,
+        [&] {
+          ppat::top_k_batched(in->data(), rows, cols, k, keys_out->data(), indices_out->data(),
+                              ppat::order::descending, stream);
+        },
+        [&](int) {
+          keys = draw_keys<std::uint32_t>(rows * cols, true);
+          in->upload(keys);
+          keys_out->poison();
+          indices_out->poison();
+        },
+        [&](int) {
+          std::vector<std::int64_t> expected;
+          for (std::size_t r = 0; r < rows; ++r) {
+            const std::vector<std::uint32_t> row(keys.begin() + std::ptrdiff_t(r * cols),
+                                                 keys.begin() + std::ptrdiff_t((r + 1) * cols));
+            const auto order = ppat_reference::sorted_positions(row, /*descending=*/true);
+            expected.insert(expected.end(), order.begin(), order.begin() + std::ptrdiff_t(k));
+          }
+          EXPECT_EQ(first_mismatch(indices_out->download(), expected), -1);
+        });
+  }
+  PPAT_CUDA_OK(cudaStreamDestroy(stream));
+}
+
 TEST(top_k_arguments, bad_arguments_are_rejected_before_any_launch) {
   PPAT_REQUIRE_GPU();
   const auto in = on_device(draw_keys<float>(300, false));
@@ -194,6 +313,41 @@ TEST(top_k_arguments, bad_arguments_are_rejected_before_any_launch) {
   // Nothing to take is no error.
   ppat::top_k(in->data(), 300, 0, keys_out->data(), indices_out->data());
   ppat::top_k((const float*)nullptr, 0, 0, (float*)nullptr, (std::int64_t*)nullptr);
+  ppat_test::expect_no_cuda_error();
+}
+
+TEST(top_k_arguments, bad_batched_arguments_are_rejected_before_any_launch) {
+  PPAT_REQUIRE_GPU();
+  const auto in = on_device(draw_keys<float>(300, false));  // 3 x 100
+  const auto keys_out = poisoned<float>(300);
+  const auto indices_out = poisoned<std::int64_t>(300);
+  const auto expect_rejected = [](auto call, const char* argument) {
+    ppat_test::expect_rejected("ppat::top_k_batched", argument, call);
+  };
+  expect_rejected(
+      [&] { ppat::top_k_batched(in->data(), 3, 100, 101, keys_out->data(), indices_out->data()); },
+      "'k'");
+  expect_rejected(
+      [&] { ppat::top_k_batched(in->data(), 3, 100, 5, in->data() + 200, indices_out->data()); },
+      "keys_out");
+  expect_rejected(
+      [&] {
+        ppat::top_k_batched(in->data(), 1, 300, 5, keys_out->data(),
+                            reinterpret_cast<std::int8_t*>(indices_out->data()));
+      },
+      "indices_out");
+  expect_rejected(
+      [&] {
+        ppat::top_k_batched(in->data(), std::size_t(1) << 40, std::size_t(1) << 40, 5,
+                            keys_out->data(), indices_out->data());
+      },
+      "cols");
+  ppat_test::expect_no_cuda_error();
+  // Nothing to take is no error; rows of 100 fit an int8's positions.
+  ppat::top_k_batched(in->data(), 3, 100, 0, keys_out->data(), indices_out->data());
+  ppat::top_k_batched((const float*)nullptr, 0, 100, 5, (float*)nullptr, (std::int64_t*)nullptr);
+  ppat::top_k_batched(in->data(), 3, 100, 5, keys_out->data(),
+                      reinterpret_cast<std::int8_t*>(indices_out->data()));
   ppat_test::expect_no_cuda_error();
 }
 

@@ -202,17 +202,12 @@ void segmented_sort(const K* keys_in, K* keys_out, const V* values_in, V* values
 }
 
 // Rows all have one length, so the host knows their path: a row of 0 or 1 keys is a copy,
-// rows that fit a block are sorted a block a row without binning.
+// rows that fit a block are sorted a block a row without binning. The call is checked and
+// not empty.
 template <class K, class V>
-void batched_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                  std::size_t rows, std::size_t cols, order ord, cudaStream_t stream,
-                  const char* function) {
-  const std::size_t n = checked_element_count(rows, cols, sizeof(K), function);
-  require_sort_arguments(keys_in, keys_out, values_in, values_out, n, ord, 0, 8 * int(sizeof(K)),
-                         function, true);
-  if (n == 0) return;
-  const call_context call(stream, function);
-  require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
+void sort_rows(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t rows,
+               std::size_t cols, order ord, const call_context& call) {
+  const std::size_t n = rows * cols;
   if (cols == 1) {
     copy_unsorted(keys_in, keys_out, values_in, values_out, n, call);
     return;
@@ -229,6 +224,19 @@ void batched_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_o
     return;
   }
   segmented_radix_sort(keys_in, keys_out, values_in, values_out, n, segments, cols, ord, call);
+}
+
+template <class K, class V>
+void batched_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                  std::size_t rows, std::size_t cols, order ord, cudaStream_t stream,
+                  const char* function) {
+  const std::size_t n = checked_element_count(rows, cols, sizeof(K), function);
+  require_sort_arguments(keys_in, keys_out, values_in, values_out, n, ord, 0, 8 * int(sizeof(K)),
+                         function, true);
+  if (n == 0) return;
+  const call_context call(stream, function);
+  require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
+  sort_rows(keys_in, keys_out, values_in, values_out, rows, cols, ord, call);
 }
 
 }  // namespace detail

@@ -1,18 +1,24 @@
 // Top-k: the k keys that come first in an order, with their input positions, in that order.
 //
 //   ppat::top_k(in, n, k, keys_out, indices_out, order, stream)
+//   ppat::top_k_batched(in, rows, cols, k, keys_out, indices_out, order, stream)
+//                       each row of a row-major rows x cols matrix: row r's k keys to
+//                       keys_out[r * k, (r + 1) * k), their positions in the row to
+//                       indices_out (torch.topk(x, k, dim=-1))
 //
 // order::descending (the default) takes the k largest, order::ascending the k smallest, in
 // the sort's key order (NaN above +inf, every NaN one value); ties go to the lower position,
 // and the output lists them by position, as a stable sort would. Every key type the sort
-// takes; `Index` any integer type that holds n - 1. k == 0 writes nothing; k > n is
-// rejected. sort/radix_select.cuh holds the method: the k-th key found a digit at a time
-// (one read of the keys per 8 bits), the keys that come before it and the first of its
-// equals written in input order, then sorted.
+// takes; `Index` any integer type that holds n - 1 (cols - 1). k == 0 writes nothing;
+// k > n (k > cols) is rejected. sort/radix_select.cuh holds the method: the k-th key found
+// a digit at a time (one read of the keys per 8 bits), the keys that come before it and the
+// first of its equals written in input order, then sorted; a block a row for the batched
+// form, unless the rows are so few and long that each is better served by the whole GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -23,6 +29,7 @@
 #include "core/error.cuh"
 #include "core/launch.cuh"
 #include "core/memory.cuh"
+#include "segmented.cuh"
 #include "sort.cuh"
 #include "sort/radix_select.cuh"
 
@@ -32,6 +39,9 @@ namespace detail {
 template <class K, class Index>
 void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out, order ord,
            cudaStream_t stream, const char* function);
+template <class K, class Index>
+void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t k, K* keys_out,
+                   Index* indices_out, order ord, cudaStream_t stream, const char* function);
 }  // namespace detail
 
 template <class K, class Index>
@@ -40,37 +50,59 @@ void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indice
   detail::top_k(in, n, k, keys_out, indices_out, ord, stream, "ppat::top_k");
 }
 
+template <class K, class Index>
+void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t k, K* keys_out,
+                   Index* indices_out, order ord = order::descending, cudaStream_t stream = 0) {
+  detail::top_k_batched(in, rows, cols, k, keys_out, indices_out, ord, stream,
+                        "ppat::top_k_batched");
+}
+
 namespace detail {
 
+// The checks both forms share: `keys` keys a row (n, or cols), k of them taken from each of
+// `rows`.
 template <class K, class Index>
-void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out, order ord,
-           cudaStream_t stream, const char* function) {
+void require_top_k_arguments(const K* in, std::size_t rows, std::size_t keys, std::size_t k,
+                             K* keys_out, Index* indices_out, order ord, const char* function) {
   static_assert(radix_key<K>::supported, "ppat::top_k takes the key types ppat sorts");
   static_assert(std::is_integral_v<Index> && !std::is_same_v<Index, bool>,
                 "ppat::top_k writes positions as integers");
   require(ord == order::ascending || ord == order::descending, function, "ord",
           "must be order::ascending or order::descending");
-  if (k > n) {
+  if (k > keys) {
+    throw_invalid_argument(function, "k",
+                           "is " + std::to_string(k) + ", more than the " + std::to_string(keys) +
+                               (rows == 1 ? " keys" : " keys of a row"));
+  }
+  if (keys > 0 && keys - 1 > std::size_t(std::numeric_limits<Index>::max())) {
     throw_invalid_argument(
-        function, "k",
-        "is " + std::to_string(k) + ", more than the " + std::to_string(n) + " keys");
+        function, "indices_out",
+        "has an index type that cannot hold position " + std::to_string(keys - 1));
   }
-  if (n > 0 && n - 1 > std::size_t(std::numeric_limits<Index>::max())) {
-    throw_invalid_argument(function, "indices_out",
-                           "has an index type that cannot hold position " + std::to_string(n - 1));
-  }
+  const std::size_t n = checked_element_count(rows, keys, sizeof(K), function);
+  const std::size_t taken = rows * k;
   require_buffer(in, n, function, "in");
-  require_buffer(keys_out, k, function, "keys_out");
-  require_buffer(indices_out, k, function, "indices_out");
-  require_disjoint(in, n, keys_out, k, function, "in", "keys_out");
-  require_disjoint(in, n, indices_out, k, function, "in", "indices_out");
-  require_disjoint(keys_out, k, indices_out, k, function, "keys_out", "indices_out");
-  if (k == 0) return;
-  const call_context call(stream, function);
-  require_device_readable(in, n, call, "in");
-  require_device_readable(keys_out, k, call, "keys_out");
-  require_device_readable(indices_out, k, call, "indices_out");
+  require_buffer(keys_out, taken, function, "keys_out");
+  require_buffer(indices_out, taken, function, "indices_out");
+  require_disjoint(in, n, keys_out, taken, function, "in", "keys_out");
+  require_disjoint(in, n, indices_out, taken, function, "in", "indices_out");
+  require_disjoint(keys_out, taken, indices_out, taken, function, "keys_out", "indices_out");
+}
 
+template <class K, class Index>
+void require_top_k_buffers_readable(const K* in, std::size_t n, std::size_t taken,
+                                    const K* keys_out, const Index* indices_out,
+                                    const call_context& call) {
+  require_device_readable(in, n, call, "in");
+  require_device_readable(keys_out, taken, call, "keys_out");
+  require_device_readable(indices_out, taken, call, "indices_out");
+}
+
+// The k of n keys (0 < k <= n) taken and sorted by the whole GPU: a checked call.
+template <class K, class Index>
+void select_top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out,
+                  order ord, const call_context& call) {
+  const char* function = call.function();
   using image_type = rank_image_type<K>;
   using state_type = radix_select_state<image_type>;
   const bool descending = ord == order::descending;
@@ -105,6 +137,44 @@ void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indice
   sort_on_its_path(taken_keys.data(), keys_out, taken_positions.data(), indices_out, k, ord, 0,
                    8 * int(sizeof(K)), call);
   memory.release();
+  taken_keys.release();
+  taken_positions.release();
+}
+
+template <class K, class Index>
+void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out, order ord,
+           cudaStream_t stream, const char* function) {
+  require_top_k_arguments(in, 1, n, k, keys_out, indices_out, ord, function);
+  if (k == 0) return;
+  const call_context call(stream, function);
+  require_top_k_buffers_readable(in, n, k, keys_out, indices_out, call);
+  select_top_k(in, n, k, keys_out, indices_out, ord, call);
+}
+
+// Rows this much longer than they are many take the whole GPU one after another: a block a
+// row would leave most SMs idle while few blocks read long rows.
+constexpr std::size_t whole_gpu_row_ratio = std::size_t(1) << 17;
+
+template <class K, class Index>
+void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t k, K* keys_out,
+                   Index* indices_out, order ord, cudaStream_t stream, const char* function) {
+  require_top_k_arguments(in, rows, cols, k, keys_out, indices_out, ord, function);
+  if (k == 0 || rows == 0) return;
+  const call_context call(stream, function);
+  require_top_k_buffers_readable(in, rows * cols, rows * k, keys_out, indices_out, call);
+  if (cols / rows >= whole_gpu_row_ratio || cols > std::numeric_limits<unsigned>::max()) {
+    for (std::size_t row = 0; row < rows; ++row)
+      select_top_k(in + row * cols, cols, k, keys_out + row * k, indices_out + row * k, ord, call);
+    return;
+  }
+  temporary_buffer<K> taken_keys(rows * k, call);
+  temporary_buffer<Index> taken_positions(rows * k, call);
+  constexpr auto kernel = select_rows_kernel<K, Index>;
+  const std::size_t blocks = std::min(rows, resident_blocks<kernel>(select_threads, 0, call));
+  kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
+      in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
+  check_launch(function, "select_rows_kernel");
+  sort_rows(taken_keys.data(), keys_out, taken_positions.data(), indices_out, rows, k, ord, call);
   taken_keys.release();
   taken_positions.release();
 }

@@ -7,6 +7,11 @@
 // t the first ones, as many as are still needed: each block counts both kinds over its run
 // of tiles, then writes its taken keys, in input order, where the counts before it put them.
 // The host sorts the k taken keys (stable, so ties stay by position).
+//
+// The batched form (top_k_batched) gives each row of a matrix to one block, which finds its
+// row's threshold with a histogram in shared memory, a read of the row a digit, and stops as
+// soon as the keys sharing the digits found are exactly the ones still needed; then it writes
+// the row's taken keys as the whole-array kernels do.
 #pragma once
 
 #include <cstddef>
@@ -97,6 +102,19 @@ struct taken_counts {
   unsigned long long equal;
 };
 
+// Which keys are taken: those whose images are below the threshold's in the digits from bit
+// `known_from` up, and the first `needed` of those equal to it there.
+template <class Image>
+struct taken_rule {
+  Image threshold;
+  int known_from;
+  unsigned long long needed;
+
+  __device__ Image known(Image image) const { return Image(image >> known_from); }
+  __device__ bool below(Image image) const { return known(image) < known(threshold); }
+  __device__ bool equal(Image image) const { return known(image) == known(threshold); }
+};
+
 // Block b's run of tiles: [tiles * b / grid, tiles * (b + 1) / grid).
 struct select_run {
   std::size_t first_tile, end_tile;
@@ -133,7 +151,7 @@ __global__ void __launch_bounds__(select_threads)
                        const radix_select_state<rank_image_type<K>>* state,
                        taken_counts* block_counts) {
   __shared__ block_reduce_storage<select_warps, unsigned long long> storage;
-  const auto threshold = state->prefix;
+  const taken_rule<rank_image_type<K>> rule{state->prefix, 0, state->needed};
   const select_run run(n);
   unsigned long long below = 0, equal = 0;
   for (std::size_t tile = run.first_tile; tile < run.end_tile; ++tile) {
@@ -141,8 +159,8 @@ __global__ void __launch_bounds__(select_threads)
 #pragma unroll
     for (int j = 0; j < select_items_a_thread; ++j) {
       if (items.first + j < n) {
-        below += items.images[j] < threshold;
-        equal += items.images[j] == threshold;
+        below += rule.below(items.images[j]);
+        equal += rule.equal(items.images[j]);
       }
     }
   }
@@ -154,6 +172,57 @@ __global__ void __launch_bounds__(select_threads)
   if (threadIdx.x == 0) block_counts[blockIdx.x] = {below_total.value, equal_total.value};
 }
 
+// Writes the taken keys of tiles [first_tile, end_tile) of `keys`, and their positions, in
+// input order: a taken key below the threshold goes after every one taken before it, the
+// equal ones within the first `needed`. `below_before` and `equal_before` count those of
+// the keys before the first tile. Every thread of the block calls it.
+template <class K, class Index>
+__device__ void write_taken_tiles(const K* keys, std::size_t n, std::size_t first_tile,
+                                  std::size_t end_tile, bool descending,
+                                  const taken_rule<rank_image_type<K>>& rule,
+                                  unsigned long long below_before, unsigned long long equal_before,
+                                  K* taken_keys, Index* taken_positions,
+                                  block_sum_storage<select_warps, unsigned long long>& storage,
+                                  unsigned long long& tile_total) {
+  // A tile's counts travel in one word, below in the high half: a tile holds 2048 keys.
+  for (std::size_t tile = first_tile; tile < end_tile; ++tile) {
+    const tile_keys<K> items(keys, n, tile, descending);
+    unsigned below = 0, equal = 0;
+#pragma unroll
+    for (int j = 0; j < select_items_a_thread; ++j) {
+      if (items.first + j < n) {
+        below += rule.below(items.images[j]);
+        equal += rule.equal(items.images[j]);
+      }
+    }
+    const unsigned long long mine = (static_cast<unsigned long long>(below) << 32) | equal;
+    const unsigned long long before_mine = block_exclusive_sum<select_warps>(mine, storage);
+    if (threadIdx.x == select_threads - 1) tile_total = before_mine + mine;
+    unsigned long long below_at = below_before + (before_mine >> 32);
+    unsigned long long equal_at = equal_before + (before_mine & 0xFFFFFFFFu);
+#pragma unroll
+    for (int j = 0; j < select_items_a_thread; ++j) {
+      if (items.first + j >= n) continue;
+      if (rule.below(items.images[j])) {
+        const unsigned long long at = below_at + (equal_at < rule.needed ? equal_at : rule.needed);
+        taken_keys[at] = items.keys[j];
+        taken_positions[at] = Index(items.first + j);
+        ++below_at;
+      } else if (rule.equal(items.images[j])) {
+        if (equal_at < rule.needed) {
+          taken_keys[below_at + equal_at] = items.keys[j];
+          taken_positions[below_at + equal_at] = Index(items.first + j);
+        }
+        ++equal_at;
+      }
+    }
+    __syncthreads();  // tile_total written
+    below_before += tile_total >> 32;
+    equal_before += tile_total & 0xFFFFFFFFu;
+    __syncthreads();  // tile_total read
+  }
+}
+
 template <class K, class Index>
 __global__ void __launch_bounds__(select_threads)
     write_taken_kernel(const K* keys, std::size_t n, bool descending,
@@ -162,8 +231,6 @@ __global__ void __launch_bounds__(select_threads)
   __shared__ block_reduce_storage<select_warps, unsigned long long> reduce_storage;
   __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
   __shared__ unsigned long long tile_total;
-  const auto threshold = state->prefix;
-  const unsigned long long needed = state->needed;
 
   // The blocks before this one: their counts, summed by the whole block.
   unsigned long long below_blocks = 0, equal_blocks = 0;
@@ -175,52 +242,70 @@ __global__ void __launch_bounds__(select_threads)
       warp_reduce(partial<unsigned long long>{below_blocks, true}, plus{}), plus{}, reduce_storage);
   if (threadIdx.x == 0) tile_total = below_total.value;
   __syncthreads();
-  unsigned long long below_before = tile_total;
+  const unsigned long long below_before = tile_total;
   __syncthreads();  // tile_total and reduce_storage read
   const partial<unsigned long long> equal_total = block_reduce_warps(
       warp_reduce(partial<unsigned long long>{equal_blocks, true}, plus{}), plus{}, reduce_storage);
   if (threadIdx.x == 0) tile_total = equal_total.value;
   __syncthreads();
-  unsigned long long equal_before = tile_total;
+  const unsigned long long equal_before = tile_total;
   __syncthreads();  // tile_total read
 
-  // A tile's counts travel in one word, below in the high half: a tile holds 2048 keys.
   const select_run run(n);
-  for (std::size_t tile = run.first_tile; tile < run.end_tile; ++tile) {
-    const tile_keys<K> items(keys, n, tile, descending);
-    unsigned below = 0, equal = 0;
+  write_taken_tiles(keys, n, run.first_tile, run.end_tile, descending,
+                    taken_rule<rank_image_type<K>>{state->prefix, 0, state->needed}, below_before,
+                    equal_before, taken_keys, taken_positions, sum_storage, tile_total);
+}
+
+// ---- Batched: a block a row ------------------------------------------------------------------
+
+// Row r's k taken keys (cols < 2^32 keys a row) to taken_keys[r * k, (r + 1) * k), in input
+// order, with their positions in the row.
+template <class K, class Index>
+__global__ void __launch_bounds__(select_threads)
+    select_rows_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
+                       bool descending, K* taken_keys, Index* taken_positions) {
+  using image_type = rank_image_type<K>;
+  constexpr int image_bits = 8 * int(sizeof(image_type));
+  __shared__ unsigned counts[select_bins];
+  __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
+  __shared__ taken_rule<image_type> found;
+  __shared__ unsigned long long found_count;  // keys that share the digits found
+  __shared__ unsigned long long tile_total;
+  const std::size_t tiles = ceil_div(cols, select_tile_items);
+
+  for (std::size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const K* keys = in + row * cols;
+    // The threshold, a digit at a time from the top.
+    taken_rule<image_type> rule{image_type(0), image_bits, k};
+    for (int shift = image_bits - select_digit_bits; shift >= 0; shift -= select_digit_bits) {
+      counts[threadIdx.x] = 0;
+      __syncthreads();
+      for (std::size_t tile = 0; tile < tiles; ++tile) {
+        const tile_keys<K> items(keys, cols, tile, descending);
 #pragma unroll
-    for (int j = 0; j < select_items_a_thread; ++j) {
-      if (items.first + j < n) {
-        below += items.images[j] < threshold;
-        equal += items.images[j] == threshold;
-      }
-    }
-    const unsigned long long mine = (static_cast<unsigned long long>(below) << 32) | equal;
-    const unsigned long long before_mine = block_exclusive_sum<select_warps>(mine, sum_storage);
-    if (threadIdx.x == select_threads - 1) tile_total = before_mine + mine;
-    unsigned long long below_at = below_before + (before_mine >> 32);
-    unsigned long long equal_at = equal_before + (before_mine & 0xFFFFFFFFu);
-#pragma unroll
-    for (int j = 0; j < select_items_a_thread; ++j) {
-      if (items.first + j >= n) continue;
-      if (items.images[j] < threshold) {
-        const unsigned long long at = below_at + (equal_at < needed ? equal_at : needed);
-        taken_keys[at] = items.keys[j];
-        taken_positions[at] = Index(items.first + j);
-        ++below_at;
-      } else if (items.images[j] == threshold) {
-        if (equal_at < needed) {
-          taken_keys[below_at + equal_at] = items.keys[j];
-          taken_positions[below_at + equal_at] = Index(items.first + j);
+        for (int j = 0; j < select_items_a_thread; ++j) {
+          if (items.first + j < cols &&
+              (rule.known_from == image_bits || rule.equal(items.images[j])))
+            atomicAdd(&counts[(items.images[j] >> shift) & (select_bins - 1)], 1u);
         }
-        ++equal_at;
       }
+      __syncthreads();
+      const unsigned long long count = counts[threadIdx.x];
+      const unsigned long long before = block_exclusive_sum<select_warps>(count, sum_storage);
+      if (before < rule.needed && rule.needed <= before + count) {  // one digit holds it
+        found = {image_type(rule.threshold | (image_type(threadIdx.x) << shift)), shift,
+                 rule.needed - before};
+        found_count = count;
+      }
+      __syncthreads();
+      rule = found;
+      const bool all_taken = found_count == rule.needed;
+      __syncthreads();  // counts, found and found_count read
+      if (all_taken) break;
     }
-    __syncthreads();  // tile_total written
-    below_before += tile_total >> 32;
-    equal_before += tile_total & 0xFFFFFFFFu;
-    __syncthreads();  // tile_total read
+    write_taken_tiles(keys, cols, 0, tiles, descending, rule, 0, 0, taken_keys + row * k,
+                      taken_positions + row * k, sum_storage, tile_total);
   }
 }
 
