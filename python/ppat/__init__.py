@@ -17,7 +17,7 @@ dtypes raise ``TypeError``; wrong devices, shapes, layouts and arguments raise
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 from . import _ppat
 
@@ -42,6 +42,8 @@ __all__ = [
     "sort",
     "argsort",
     "sort_pairs",
+    "topk",
+    "segment_reduce",
 ]
 
 Array = Any  # a CUDA array of PyTorch, CuPy or another DLPack producer
@@ -105,6 +107,38 @@ def reduce(x: Array, init: Any = None, op: str = "sum", *, out: Optional[Array] 
                    function, "init")
     result = _output(out, a, (), a.dtype, function, "out")
     _ppat.reduce(a.ptr, result.ptr, a.size, a.dtype, op, init, a.device, _stream(stream, a))
+    return result.obj
+
+
+def segment_reduce(x: Array, offsets: Array, op: str = "sum", *, init: Any = None,
+                   out: Optional[Array] = None, stream: Stream = None) -> Array:
+    """Each segment ``x[offsets[i]:offsets[i + 1]]`` of a 1-d ``x`` reduced on its own:
+    ``out[i] = init op x[offsets[i]] op ... op x[offsets[i + 1] - 1]``.
+
+    ``offsets`` is a 1-d int32 or int64 array of ``num_segments + 1`` positions on the
+    device of ``x`` (as ``torch.segment_reduce``'s offsets, or a CSR row pointer); the
+    result has ``num_segments`` elements of the dtype of ``x``. ``op`` is "sum", "min" or
+    "max"; ``init`` (the identity of ``op`` by default) is what an empty segment gets. The
+    offsets stay on the device: a segment with its end before its start, or reaching past
+    ``x``, reads as empty. Floating-point results are the same bits on every run.
+    """
+    function = "ppat.segment_reduce"
+    a = _describe(x, "x", function)
+    _require_dtype(a, _NUMBERS, function, "x")
+    _require_1d(a, function, "x")
+    o = _describe(offsets, "offsets", function)
+    _require_dtype(o, ("int32", "int64"), function, "offsets")
+    _require_1d(o, function, "offsets")
+    _require_same_place(a, o, function, "offsets")
+    if o.size < 1:
+        raise ValueError(f"{function}: offsets holds num_segments + 1 positions, at least one")
+    segments = o.size - 1
+    init = _scalar(_identity(op, a.dtype, function) if init is None else init, a.dtype,
+                   function, "init")
+    result = _output(out, a, (segments,), a.dtype, function, "out")
+    _require_apart(o, result, function, "out")
+    _ppat.segment_reduce(a.ptr, a.size, result.ptr, o.ptr, segments, a.dtype, o.dtype, op, init,
+                         a.device, _stream(stream, a))
     return result.obj
 
 
@@ -367,39 +401,82 @@ def reduce_by_key(keys: Array, values: Array, op: str = "sum", *, trim: bool = T
 _SORT_KEYS = _NUMBERS + ("float16", "bfloat16")
 
 
-def sort(x: Array, descending: bool = False, *, begin_bit: int = 0,
+def sort(x: Array, descending: bool = False, *, dim: int = -1, begin_bit: int = 0,
          end_bit: Optional[int] = None, out: Optional[Array] = None,
          stream: Stream = None) -> Array:
-    """Radix sort of a 1-d array: integers, float16, bfloat16, float32, float64.
+    """Radix sort along the last dimension: integers, float16, bfloat16, float32, float64.
 
-    Floating point orders as numbers: -0.0 before +0.0, every NaN after +inf (``descending``
-    is the exact reverse). Bits ``[begin_bit, end_bit)`` of the key's order-preserving
-    unsigned image are sorted on (all by default), fewer bits for fewer passes.
+    A 1-d array is sorted whole; each row of a matrix (each last-dimension slice of an n-d
+    array) on its own, as ``torch.sort(x, dim=-1)``. Floating point orders as numbers: -0.0
+    before +0.0, every NaN after +inf (``descending`` is the exact reverse). Bits
+    ``[begin_bit, end_bit)`` of the key's order-preserving unsigned image are sorted on (all
+    by default; 1-d arrays), fewer bits for fewer passes.
     """
     function = "ppat.sort"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
-    _require_1d(a, function, "x")
+    cols = _last_dim(a, dim, function)
     end_bit = 8 * a.itemsize if end_bit is None else end_bit
+    if len(a.shape) > 1 and (begin_bit, end_bit) != (0, 8 * a.itemsize):
+        raise ValueError(f"{function}: a bit range sorts 1-d arrays only")
     result = _output(out, a, a.shape, a.dtype, function, "out")
-    _ppat.sort(a.ptr, result.ptr, 0, 0, a.size, a.dtype, 0, bool(descending), begin_bit,
+    _ppat.sort(a.ptr, result.ptr, 0, 0, a.size, cols, a.dtype, 0, bool(descending), begin_bit,
                end_bit, False, a.device, _stream(stream, a))
     return result.obj
 
 
-def argsort(x: Array, descending: bool = False, *, out: Optional[Array] = None,
+def argsort(x: Array, descending: bool = False, *, dim: int = -1, out: Optional[Array] = None,
             stream: Stream = None) -> Array:
-    """The int64 indices that sort a 1-d ``x`` stably (equal keys keep their order)."""
+    """The int64 indices that sort ``x`` stably along the last dimension (equal keys keep
+    their order): positions in each row for a matrix, as ``torch.argsort(x, dim=-1,
+    stable=True)``."""
     function = "ppat.argsort"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
-    _require_1d(a, function, "x")
+    cols = _last_dim(a, dim, function)
     indices = _output(out, a, a.shape, "int64", function, "out")
     sorted_keys = _empty(a, a.shape, a.dtype)
     positions = _empty(a, a.shape, "int64")
-    _ppat.sort(a.ptr, sorted_keys.ptr, positions.ptr, indices.ptr, a.size, a.dtype, 8,
+    _ppat.sort(a.ptr, sorted_keys.ptr, positions.ptr, indices.ptr, a.size, cols, a.dtype, 8,
                bool(descending), 0, 8 * a.itemsize, True, a.device, _stream(stream, a))
     return indices.obj
+
+
+class TopK(NamedTuple):
+    """What :func:`topk` returns, as ``torch.topk`` does: the keys and their int64 indices."""
+
+    values: Any
+    indices: Any
+
+
+def topk(x: Array, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         stream: Stream = None) -> TopK:
+    """The ``k`` largest (or smallest) elements along the last dimension and their int64
+    indices: ``(values, indices)``, each of the shape of ``x`` with its last extent ``k``.
+
+    As ``torch.topk(x, k, dim=-1)``, and always in order (``sorted`` is accepted for
+    compatibility): ties go to the lower index, NaN ranks above +inf (largest first), all
+    NaNs as one value. Every integer and floating dtype; ``0 <= k <=`` the last extent.
+    """
+    function = "ppat.topk"
+    a = _describe(x, "x", function)
+    _require_dtype(a, _SORT_KEYS, function, "x")
+    cols = _last_dim(a, dim, function)
+    if isinstance(k, bool) or not isinstance(k, int):
+        try:
+            k = int(k.__index__())
+        except AttributeError:
+            raise TypeError(f"{function}: k is an integer") from None
+    if not 0 <= k <= cols:
+        raise ValueError(f"{function}: k = {k} is not between 0 and the last extent {cols}")
+    shape = a.shape[:-1] + (k,)
+    values = _empty(a, shape, a.dtype)
+    indices = _empty(a, shape, "int64")
+    rows = a.size // cols if cols > 0 else 0
+    if k > 0 and rows > 0:
+        _ppat.top_k(a.ptr, values.ptr, indices.ptr, rows, cols, k, a.dtype, bool(largest),
+                    a.device, _stream(stream, a))
+    return TopK(values.obj, indices.obj)
 
 
 def sort_pairs(keys: Array, values: Array, descending: bool = False, *, begin_bit: int = 0,
@@ -416,8 +493,9 @@ def sort_pairs(keys: Array, values: Array, descending: bool = False, *, begin_bi
     end_bit = 8 * k.itemsize if end_bit is None else end_bit
     sorted_keys = _output(keys_out, k, k.shape, k.dtype, function, "keys_out")
     sorted_values = _output(values_out, k, v.shape, v.dtype, function, "values_out")
-    _ppat.sort(k.ptr, sorted_keys.ptr, v.ptr, sorted_values.ptr, k.size, k.dtype, v.itemsize,
-               bool(descending), begin_bit, end_bit, False, k.device, _stream(stream, k))
+    _ppat.sort(k.ptr, sorted_keys.ptr, v.ptr, sorted_values.ptr, k.size, k.size, k.dtype,
+               v.itemsize, bool(descending), begin_bit, end_bit, False, k.device,
+               _stream(stream, k))
     return sorted_keys.obj, sorted_values.obj
 
 
@@ -663,6 +741,20 @@ def _require_1d(a: _Array, function, name):
     if len(a.shape) != 1:
         raise ValueError(f"{function}: {name} is 1-d, not of shape {a.shape} "
                          "(reshape(-1) for the flattened array)")
+
+
+def _last_dim(a: _Array, dim, function) -> int:
+    """The extent of the last dimension, the one the call works along (``dim`` must name
+    it); 1-d arrays are one row."""
+    rank = len(a.shape)
+    if rank == 0:
+        raise ValueError(f"{function}: x has at least one dimension")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
+        raise ValueError(f"{function}: dim = {dim!r} is not a dimension of x (shape {a.shape})")
+    if dim % rank != rank - 1:
+        raise ValueError(f"{function}: works along the last dimension (dim=-1); move dimension "
+                         f"{dim} there with x.movedim({dim}, -1).contiguous()")
+    return a.shape[-1]
 
 
 def _require_same_place(a: _Array, b: _Array, function, name):

@@ -140,6 +140,7 @@ void with_operator(const std::string& name, const char* function, F&& f) {
 void bind_scans(nb::module_& m);
 void bind_scans_by_key(nb::module_& m);
 void bind_reductions(nb::module_& m);
+void bind_segmented_reductions(nb::module_& m);
 void bind_sorts(nb::module_& m);
 void bind_histograms(nb::module_& m);
 void bind_range_histograms(nb::module_& m);

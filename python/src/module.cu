@@ -76,6 +76,7 @@ NB_MODULE(_ppat, m) {
   ppat_python::bind_scans(m);
   ppat_python::bind_scans_by_key(m);
   ppat_python::bind_reductions(m);
+  ppat_python::bind_segmented_reductions(m);
   ppat_python::bind_sorts(m);
   ppat_python::bind_histograms(m);
   ppat_python::bind_range_histograms(m);

@@ -574,6 +574,112 @@ def test_captured_in_a_cuda_graph():
                                   reversed_x[reversed_x > 0])
 
 
+
+# ---- Along the last dimension: rows sorted, top-k, segments reduced --------------------------
+
+ROW_SHAPES = [(1, 1), (3, 1), (7, 2049), (300, 37), (33, 1000), (2, 300007), (2, 3, 100)]
+
+
+def row_order(bits, dtype, descending):
+    """Each row's stable order (the last axis) of keys given as bits."""
+    image = order_image(bits.reshape(-1), dtype).reshape(bits.shape)
+    return np.argsort(~image if descending else image, axis=-1, kind="stable")
+
+
+@pytest.mark.parametrize("fw", frameworks)
+@pytest.mark.parametrize("dtype", SORT_KEYS)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_and_argsort_rows(fw, dtype, shape, descending):
+    if dtype == "bfloat16" and fw != "torch":
+        pytest.skip("CuPy has no bfloat16")
+    bits = random_keys(int(np.prod(shape)), dtype).reshape(shape)
+    order = row_order(bits, dtype, descending)
+    d = keys_on_device(bits, dtype, fw)
+    result = ppat.sort(d, descending)
+    assert tuple(result.shape) == shape
+    np.testing.assert_array_equal(key_bits(result), np.take_along_axis(bits, order, -1))
+    np.testing.assert_array_equal(host(ppat.argsort(d, descending, dim=len(shape) - 1)), order)
+
+
+@pytest.mark.parametrize("fw", frameworks)
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int32", "uint64", "float16", "bfloat16",
+                                   "float32", "float64"])
+@pytest.mark.parametrize("shape", [(1,), (1000,), (65537,)] + ROW_SHAPES)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk(fw, dtype, shape, largest):
+    if dtype == "bfloat16" and fw != "torch":
+        pytest.skip("CuPy has no bfloat16")
+    bits = random_keys(int(np.prod(shape)), dtype).reshape(shape)
+    order = row_order(bits, dtype, largest)
+    d = keys_on_device(bits, dtype, fw)
+    cols = shape[-1]
+    for k in sorted({0, 1, min(2, cols), cols // 2, min(100, cols), cols}):
+        values, indices = ppat.topk(d, k, largest=largest)
+        assert tuple(values.shape) == shape[:-1] + (k,) == tuple(indices.shape)
+        np.testing.assert_array_equal(host(indices), order[..., :k])
+        np.testing.assert_array_equal(key_bits(values),
+                                      np.take_along_axis(bits, order[..., :k], -1))
+
+
+@pytest.mark.skipif("torch" not in frameworks, reason="needs PyTorch")
+def test_rows_match_torch():
+    x = torch.randn(64, 5000, device="cuda")
+    x[3, 17] = float("nan")
+    x[5, :100] = 0.5  # ties, to the lower index as torch's stable sort puts them
+    for descending in (False, True):
+        expected = torch.sort(x, dim=-1, descending=descending, stable=True)
+        assert torch.equal(ppat.argsort(x, descending), expected.indices)
+        assert torch.equal(ppat.sort(x, descending).nan_to_num(7.0),
+                           expected.values.nan_to_num(7.0))
+        top = ppat.topk(x, 50, largest=descending)
+        assert torch.equal(top.indices, expected.indices[:, :50])
+        reference = torch.topk(x, 50, largest=descending)
+        assert torch.equal(top.values.nan_to_num(7.0), reference.values.nan_to_num(7.0))
+
+
+def reference_segments(x, offsets, op):
+    """Each segment folded from the identity of op; one not within x (or no range) empty."""
+    ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[op]
+    if x.dtype.kind == "f":
+        identity = {"sum": 0, "min": np.inf, "max": -np.inf}[op]
+    else:
+        info = np.iinfo(x.dtype)
+        identity = {"sum": 0, "min": info.max, "max": info.min}[op]
+    folded = np.full(len(offsets) - 1, identity, dtype=x.dtype)
+    for i in range(len(offsets) - 1):
+        begin, end = int(offsets[i]), int(offsets[i + 1])
+        if 0 <= begin < end <= len(x):
+            with np.errstate(over="ignore"):
+                folded[i] = ufunc(ufunc.reduce(x[begin:end], dtype=x.dtype), folded[i])
+    return folded
+
+
+@pytest.mark.parametrize("fw", frameworks)
+@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("op", ["sum", "min", "max"])
+@pytest.mark.parametrize("offset_dtype", ["int32", "int64"])
+def test_segment_reduce(fw, dtype, op, offset_dtype):
+    n = 100003
+    x = random_numbers(n, dtype)
+    lengths = rng.integers(0, 3000, n // 1000)
+    offsets = np.minimum(np.concatenate([[0], np.cumsum(lengths)]), n)
+    offsets = np.concatenate([offsets, [n, n + 5]]).astype(offset_dtype)  # the last past x
+    result = ppat.segment_reduce(device(x, fw), device(offsets, fw), op)
+    np.testing.assert_array_equal(host(result), reference_segments(x, offsets, op))
+
+
+@pytest.mark.parametrize("fw", frameworks)
+def test_segment_reduce_init_and_out(fw):
+    x = random_numbers(5000, "int32", -1000, 1000)
+    offsets = np.array([0, 10, 10, 4000, 5000], "int64")
+    out = poisoned((4,), "int32", fw)
+    result = ppat.segment_reduce(device(x, fw), device(offsets, fw), init=7, out=out)
+    assert result is out
+    np.testing.assert_array_equal(host(result), reference_segments(x, offsets, "sum") + 7)
+    empty = ppat.segment_reduce(device(x, fw), device(np.array([3], "int64"), fw))
+    assert tuple(empty.shape) == (0,)
+
 # ---- Bad input -------------------------------------------------------------------------------
 
 
@@ -608,7 +714,21 @@ def test_bad_input(fw):
     with pytest.raises(ValueError, match="end_bit"):
         ppat.sort(x, end_bit=33)
     with pytest.raises(ValueError, match="1-d"):
-        ppat.sort(x.reshape(10, 10))
+        ppat.sort(x.reshape(10, 10), end_bit=16)
+    with pytest.raises(ValueError, match="last dimension"):
+        ppat.sort(x.reshape(10, 10), dim=0)
+    with pytest.raises(ValueError, match="dimension"):
+        ppat.argsort(x, dim=1)
+    with pytest.raises(ValueError, match="between"):
+        ppat.topk(x.reshape(10, 10), 11)
+    with pytest.raises(TypeError, match="integer"):
+        ppat.topk(x, 2.5)
+    with pytest.raises(ValueError, match="at least one"):
+        ppat.segment_reduce(x, device(np.zeros(0, "int64"), fw))
+    with pytest.raises(TypeError):
+        ppat.segment_reduce(x, device(np.zeros(3, "float32"), fw))
+    with pytest.raises(ValueError, match="1-d"):
+        ppat.segment_reduce(x.reshape(10, 10), device(np.zeros(3, "int64"), fw))
     with pytest.raises(ValueError, match="shape"):
         ppat.select(x, device(np.ones(99, bool), fw))
     with pytest.raises(ValueError, match="shape"):
