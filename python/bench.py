@@ -122,6 +122,21 @@ def cases(log2: int):
     yield ("masked_select f32", 4 * n + n + 4 * selected, lambda: ppat.select(f32, mask),
            with_cupy({"torch.masked_select": lambda: torch.masked_select(f32, mask)},
                      "cupy x[mask]", lambda: c[cmask]))
+    # Rows of logits (a vocabulary of 32,768), and segments of 1,000 by offsets.
+    cols = min(n, 1 << 15)
+    logits = f32.view(n // cols, cols)
+    clogits = c.reshape(logits.shape) if c is not None else None
+    yield (f"topk f32 {tuple(logits.shape)} k=50", 4 * n, lambda: ppat.topk(logits, 50),
+           {"torch.topk": lambda: torch.topk(logits, 50)})
+    yield (f"sort f32 rows {tuple(logits.shape)}", 8 * n, lambda: ppat.sort(logits),
+           with_cupy({"torch.sort(dim=-1)": lambda: torch.sort(logits, stable=True)},
+                     "cupy.sort(axis=-1)", lambda: cupy.sort(clogits)))
+    yield (f"argsort f32 rows {tuple(logits.shape)}", 4 * n + 8 * n,
+           lambda: ppat.argsort(logits),
+           {"torch.argsort(dim=-1)": lambda: torch.argsort(logits, stable=True)})
+    offsets = torch.arange(0, n + 1000, 1000, device="cuda").clamp_(max=n)
+    yield ("segment_reduce f32, segments of 1000", 4 * n, lambda: ppat.segment_reduce(f32, offsets),
+           {"torch.segment_reduce": lambda: torch.segment_reduce(f32, "sum", offsets=offsets)})
 
 
 def copy_seconds(nbytes: int) -> float:
