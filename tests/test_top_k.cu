@@ -7,6 +7,7 @@
 // whole, bitwise.
 #include <ppat/ppat.cuh>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -135,6 +136,81 @@ TEST(top_k, index_types) {
   expect_top_k<float, std::uint64_t>(keys, 100003, ppat::order::descending);
   expect_top_k<float, std::int8_t>(draw_keys<float>(128, true), 50, ppat::order::descending);
   expect_top_k<float, std::uint8_t>(draw_keys<float>(256, true), 256, ppat::order::ascending);
+}
+
+// Keys whose first digits say little: uniform in [0, 1), half of them sharing the first
+// digit, and normal ones, most sharing a few; the keys still in question are listed a digit
+// or two later than for keys of every bit pattern. Also keys read from an address that is not
+// 16-byte aligned.
+TEST(top_k, keys_of_narrow_ranges_and_unaligned_keys) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = ppat_test::over_item_budget(1000003) ? 100003 : 1000003;
+  std::uniform_real_distribution<float> uniform;
+  std::normal_distribution<float> normal;
+  std::vector<float> uniform_keys(n), normal_keys(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    uniform_keys[i] = uniform(ppat_test::rng());
+    normal_keys[i] = normal(ppat_test::rng());
+  }
+  for (const auto* keys : {&uniform_keys, &normal_keys}) {
+    for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+      const auto order =
+          ppat_reference::sorted_positions(*keys, /*descending=*/ord == ppat::order::descending);
+      for (std::size_t k : {std::size_t{1}, std::size_t{1000}, n / 3})
+        expect_top_k<float, std::int64_t>(*keys, k, ord, order);
+    }
+  }
+  // One key more in front, the call given the keys after it.
+  std::vector<float> shifted(n + 1);
+  std::copy(normal_keys.begin(), normal_keys.end(), shifted.begin() + 1);
+  const auto in = on_device(shifted);
+  const std::size_t k = 777;
+  const auto keys_out = poisoned<float>(k);
+  const auto indices_out = poisoned<std::int64_t>(k);
+  ppat::top_k(in->data() + 1, n, k, keys_out->data(), indices_out->data());
+  const auto order = ppat_reference::sorted_positions(normal_keys, /*descending=*/true);
+  std::vector<std::int64_t> expected(order.begin(), order.begin() + std::ptrdiff_t(k));
+  EXPECT_EQ(first_mismatch(indices_out->download(), expected), -1);
+  EXPECT_TRUE(keys_out->guards_intact() && indices_out->guards_intact());
+}
+
+// More than 2^32 keys, so positions take 64 bits: u8 keys below 250 but for 300 of 255 and
+// 900 of 254 planted across the whole range (some past 2^32); the 1,000 largest are the 255s
+// and then the first 700 of the 254s by position, which the host knows without a sort.
+TEST(top_k, huge_u8_above_2_pow_32) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 32) + 4099;
+  std::vector<std::uint8_t> keys(n);
+  std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
+  for (std::size_t i = 0; i < n; ++i)
+    keys[i] = std::uint8_t((i * 7 + (cheap() & 1) * 128) % 250);
+  std::vector<std::size_t> planted;
+  std::uniform_int_distribution<std::size_t> anywhere(0, n - 1);
+  while (planted.size() < 1200) {
+    const std::size_t at = planted.size() % 4 == 0 ? n - 1 - planted.size() : anywhere(cheap);
+    if (keys[at] >= 250) continue;
+    keys[at] = planted.size() < 300 ? 255 : 254;
+    planted.push_back(at);
+  }
+  std::vector<std::size_t> largest(planted.begin(), planted.begin() + 300);
+  std::vector<std::size_t> next(planted.begin() + 300, planted.end());
+  std::sort(largest.begin(), largest.end());
+  std::sort(next.begin(), next.end());
+  std::vector<std::int64_t> expected(largest.begin(), largest.end());
+  expected.insert(expected.end(), next.begin(), next.begin() + 700);
+  std::vector<std::uint8_t> expected_keys(1000, 254);
+  std::fill(expected_keys.begin(), expected_keys.begin() + 300, std::uint8_t{255});
+
+  const auto in = on_device(keys);
+  keys = {};
+  const auto keys_out = poisoned<std::uint8_t>(1000);
+  const auto indices_out = poisoned<std::int64_t>(1000);
+  ppat::top_k(in->data(), n, 1000, keys_out->data(), indices_out->data());
+  EXPECT_EQ(first_mismatch(indices_out->download(), expected), -1);
+  EXPECT_EQ(first_mismatch(keys_out->download(), expected_keys), -1);
+  EXPECT_TRUE(keys_out->guards_intact() && indices_out->guards_intact());
 }
 
 TEST(top_k, stream_and_graph_capture) {

@@ -11,8 +11,8 @@
 // and the output lists them by position, as a stable sort would. Every key type the sort
 // takes; `Index` any integer type that holds n - 1 (cols - 1). k == 0 writes nothing;
 // k > n (k > cols) is rejected. sort/radix_select.cuh holds the method: the k-th key found
-// a digit at a time (one read of the keys per 8 bits), the keys that come before it and the
-// first of its equals written in input order, then sorted; a block a row for the batched
+// a digit at a time, ties parted by position, the later digits read from a list of the
+// few keys still in question, and the k taken keys sorted; a block a row for the batched
 // form, unless the rows are so few and long that each is better served by the whole GPU.
 #pragma once
 
@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -98,47 +99,80 @@ void require_top_k_buffers_readable(const K* in, std::size_t n, std::size_t take
   require_device_readable(indices_out, taken, call, "indices_out");
 }
 
-// The k of n keys (0 < k <= n) taken and sorted by the whole GPU: a checked call.
+// The bits that hold every position below n.
+inline int position_bit_width(std::size_t n) {
+  int bits = 0;
+  while (bits < 64 && ((n - 1) >> bits) != 0)
+    ++bits;
+  return bits;
+}
+
+// The k of n keys (0 < k <= n) taken and sorted by the whole GPU, positions of Position
+// (which holds n - 1): a checked call. The candidate list holds up to n / 16 keys: for keys
+// of every bit pattern, the first digit leaves about n / 256 (docs/patterns.md, "Top-k").
+template <class Position, class K, class Index>
+void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out,
+                     order ord, const call_context& call) {
+  const char* function = call.function();
+  using state_type = radix_select_state<K, Position>;
+  const bool descending = ord == order::descending;
+  // The composite keys' bits (radix_select.cuh): the image's, then the positions' in whole
+  // digits.
+  const int position_width = position_bit_width(n);
+  const int position_bits =
+      int(ceil_div(std::size_t(position_width), select_digit_bits)) * select_digit_bits;
+  const int composite_bits = 8 * int(sizeof(rank_image_type<K>)) + position_bits;
+  const std::size_t capacity = std::min(n, std::max<std::size_t>(n / 16, std::size_t(1) << 16));
+  temporary_buffer<state_type> state(1, call);
+  temporary_buffer<select_candidate<K, Position>> candidate_list(capacity, call);
+  temporary_buffer<Position> taken(k, call);
+  const select_candidates<K, Position> candidates{candidate_list.data(), capacity};
+
+  const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
+  const auto pass =
+      aligned ? select_pass_kernel<true, K, Position> : select_pass_kernel<false, K, Position>;
+  const auto write = aligned ? write_selected_kernel<true, K, Position>
+                             : write_selected_kernel<false, K, Position>;
+  const unsigned blocks = unsigned(
+      std::min(ceil_div(n, select_warps * select_warp_items<K>),
+               resident_blocks<select_pass_kernel<true, K, Position>>(select_threads, 0, call)));
+  start_select_kernel<<<1, select_bins, 0, call.stream()>>>(state.data(), n, k, position_bits);
+  check_launch(function, "start_select_kernel");
+  for (int shift = composite_bits - select_digit_bits; shift >= 0; shift -= select_digit_bits) {
+    pass<<<blocks, select_threads, 0, call.stream()>>>(in, n, descending, shift, state.data(),
+                                                       candidates, taken.data());
+    check_launch(function, "select_pass_kernel");
+  }
+  write<<<blocks, select_threads, 0, call.stream()>>>(in, n, descending, state.data(), candidates,
+                                                      taken.data());
+  check_launch(function, "write_selected_kernel");
+  state.release();
+  candidate_list.release();
+
+  // The taken keys in input order, then sorted: stable, so ties stay by position.
+  temporary_buffer<Position> ordered(k, call);
+  sort_on_its_path<Position, no_values>(taken.data(), ordered.data(), nullptr, nullptr, k,
+                                        order::ascending, 0, position_width, call);
+  taken.release();
+  temporary_buffer<K> taken_keys(k, call);
+  temporary_buffer<Index> taken_positions(k, call);
+  gather_taken_kernel<<<grid_stride_blocks(k, 1024, call.limits(), 8), 256, 0, call.stream()>>>(
+      in, ordered.data(), k, taken_keys.data(), taken_positions.data());
+  check_launch(function, "gather_taken_kernel");
+  ordered.release();
+  sort_on_its_path(taken_keys.data(), keys_out, taken_positions.data(), indices_out, k, ord, 0,
+                   8 * int(sizeof(K)), call);
+  taken_keys.release();
+  taken_positions.release();
+}
+
 template <class K, class Index>
 void select_top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out,
                   order ord, const call_context& call) {
-  const char* function = call.function();
-  using image_type = rank_image_type<K>;
-  using state_type = radix_select_state<image_type>;
-  const bool descending = ord == order::descending;
-  const std::size_t tiles = ceil_div(n, select_tile_items);
-  const std::size_t blocks = std::min<std::size_t>(tiles, std::size_t(call.limits().sm_count) * 8);
-  constexpr std::size_t histogram_offset = 64;  // after the state
-  const std::size_t counts_offset = histogram_offset + select_bins * sizeof(unsigned long long);
-  temporary_buffer<unsigned char> memory(counts_offset + blocks * sizeof(taken_counts), call);
-  temporary_buffer<K> taken_keys(k, call);
-  temporary_buffer<Index> taken_positions(k, call);
-  auto* state = reinterpret_cast<state_type*>(memory.data());
-  auto* histogram = reinterpret_cast<unsigned long long*>(memory.data() + histogram_offset);
-  auto* block_counts = reinterpret_cast<taken_counts*>(memory.data() + counts_offset);
-
-  start_select_kernel<<<1, select_bins, 0, call.stream()>>>(state, k, histogram);
-  check_launch(function, "start_select_kernel");
-  const unsigned digit_blocks = grid_stride_blocks(n, select_threads * 16, call.limits(), 8);
-  for (int shift = 8 * int(sizeof(image_type)) - select_digit_bits; shift >= 0;
-       shift -= select_digit_bits) {
-    count_select_digit_kernel<<<digit_blocks, select_threads, 0, call.stream()>>>(
-        in, n, descending, state, shift, histogram);
-    check_launch(function, "count_select_digit_kernel");
-    pick_select_digit_kernel<<<1, select_bins, 0, call.stream()>>>(state, shift, histogram);
-    check_launch(function, "pick_select_digit_kernel");
-  }
-  count_taken_kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(in, n, descending,
-                                                                             state, block_counts);
-  check_launch(function, "count_taken_kernel");
-  write_taken_kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
-      in, n, descending, state, block_counts, taken_keys.data(), taken_positions.data());
-  check_launch(function, "write_taken_kernel");
-  sort_on_its_path(taken_keys.data(), keys_out, taken_positions.data(), indices_out, k, ord, 0,
-                   8 * int(sizeof(K)), call);
-  memory.release();
-  taken_keys.release();
-  taken_positions.release();
+  if (n - 1 <= std::numeric_limits<unsigned>::max())
+    select_top_k_at<unsigned>(in, n, k, keys_out, indices_out, ord, call);
+  else
+    select_top_k_at<unsigned long long>(in, n, k, keys_out, indices_out, ord, call);
 }
 
 template <class K, class Index>

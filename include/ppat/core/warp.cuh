@@ -43,6 +43,54 @@ __device__ inline int lane_id() {
   return int(threadIdx.x & 31);
 }
 
+// Called by every lane of a warp: a slot of a list whose length is at `length` for each lane
+// that wants one, the warp's slots side by side in lane order, claimed with one atomic
+// addition. Lanes that want none get 0.
+__device__ inline unsigned long long warp_claim_slot(unsigned long long* length, bool wants) {
+  const unsigned wanting = __ballot_sync(full_warp, wants);
+  if (wanting == 0) return 0;
+  const int leader = __ffs(int(wanting)) - 1;
+  const int lane = lane_id();
+  unsigned long long first = 0;
+  if (lane == leader) first = atomicAdd(length, (unsigned long long)__popc(wanting));
+  first = __shfl_sync(full_warp, first, leader);
+  return wants ? first + unsigned(__popc(wanting & ((1u << lane) - 1u))) : 0;
+}
+
+// A warp's additions to a list many warps append to, staged in shared memory (`stage`, Slots
+// entries of this warp's own) and written out a few dozen at a time, with one atomic addition
+// to the list's length each: an atomic addition a warp's every addition would queue the
+// whole grid on one address (docs/patterns.md, "Top-k"). Every lane of the warp calls add()
+// together, and flush() once done.
+template <class Entry, int Slots>
+struct warp_staged_list {
+  static_assert(Slots >= 64, "a flush makes room for at least 32 more");
+  Entry* list;
+  unsigned long long* length;
+  Entry* stage;
+  int staged = 0;  // the same on every lane
+
+  __device__ void add(bool wants, const Entry& entry) {
+    const unsigned wanting = __ballot_sync(full_warp, wants);
+    if (wanting == 0) return;
+    if (wants) stage[staged + __popc(wanting & ((1u << lane_id()) - 1u))] = entry;
+    staged += __popc(wanting);
+    if (staged > Slots - 32) flush();
+  }
+
+  __device__ void flush() {
+    __syncwarp();  // the stage written
+    if (staged == 0) return;
+    unsigned long long first = 0;
+    if (lane_id() == 0) first = atomicAdd(length, (unsigned long long)staged);
+    first = __shfl_sync(full_warp, first, 0);
+    for (int i = lane_id(); i < staged; i += 32)
+      list[first + i] = stage[i];
+    __syncwarp();  // the stage read
+    staged = 0;
+  }
+};
+
 // Inclusive scan across the warp (Kogge-Stone): lane i gets x_0 op ... op x_i.
 template <class T, class Op>
 __device__ T warp_inclusive_scan(T x, Op op) {

@@ -232,14 +232,9 @@ struct long_segment_list {
 
   // Called by every lane of a warp: lists the segments of the lanes with `is_long`.
   __device__ void add(bool is_long, std::size_t index, const segment_range& range) const {
-    const unsigned long_lanes = __ballot_sync(full_warp, is_long);
-    if (long_lanes == 0) return;
+    if (__ballot_sync(full_warp, is_long) == 0) return;
     const int lane = lane_id();
-    const unsigned lanes_before = (1u << lane) - 1u;
-    unsigned long long first_entry = 0;
-    if (lane == 0) first_entry = atomicAdd(&counts[0], (unsigned long long)__popc(long_lanes));
-    const unsigned long long entry =
-        __shfl_sync(full_warp, first_entry, 0) + __popc(long_lanes & lanes_before);
+    const unsigned long long entry = warp_claim_slot(&counts[0], is_long);
     const bool listed = is_long && entry < capacity;
     const segment_parts parts = listed ? parts_of<T>(range.length) : segment_parts{0, 0};
     const unsigned spread = parts.count > 1 ? parts.count : 0;

@@ -1,24 +1,31 @@
 // Radix select: the kernels of top_k. The k keys that come first in an order are those whose
 // rank images (the sort's key images, complemented for descending order) are the k
-// smallest, ties taken by the lower position. The threshold image t, the k-th smallest, is
-// found a digit at a time from the top: a pass counts, among the keys that share the digits
-// found so far, how many hold each value of the next digit, and keeps the digit where the
-// count of keys still needed falls. Then every key below t is taken, and of the keys equal to
-// t the first ones, as many as are still needed: each block counts both kinds over its run
-// of tiles, then writes its taken keys, in input order, where the counts before it put them.
-// The host sorts the k taken keys (stable, so ties stay by position).
+// smallest, ties taken by the lower position: the k smallest composite keys (image,
+// position), which are all distinct. The k-th of them, the threshold, is found a digit at a
+// time from the top: a pass counts, among the keys that share the digits found so far, how
+// many hold each value of the next digit, and its last block to finish keeps the digit where
+// the count of keys still needed falls. Once the keys sharing the digits found are few, one
+// pass lists them (and writes the positions of the keys below them, all taken) and the
+// later passes read only the list; once they are exactly the keys still needed, the passes
+// stop. A last kernel writes the positions not yet written of the keys not above the
+// threshold; the host sorts the k positions, reads their keys, and sorts the keys (stable,
+// so ties stay by position).
 //
 // The batched form (top_k_batched) gives each row of a matrix to one block, which finds its
 // row's threshold with a histogram in shared memory, a read of the row a digit, and stops as
 // soon as the keys sharing the digits found are exactly the ones still needed; then it writes
-// the row's taken keys as the whole-array kernels do.
+// the row's taken keys in input order, the counts of each tile's taken keys scanned across
+// the block.
 #pragma once
 
 #include <cstddef>
 
+#include "../core/atomic.cuh"
 #include "../core/block.cuh"
 #include "../core/launch.cuh"
+#include "../core/shared_storage.cuh"
 #include "../core/vector_io.cuh"
+#include "../core/warp.cuh"
 #include "plan.cuh"
 #include "radix_key.cuh"
 
@@ -40,67 +47,294 @@ __device__ rank_image_type<K> rank_image(const K& key, bool descending) {
   return descending ? rank_image_type<K>(~image) : image;
 }
 
-// What the passes found: the threshold's digits so far, and how many of the keys that share
-// them are still needed.
-template <class Image>
+// ---- The whole array ---------------------------------------------------------------------------
+
+// The passes select over composite keys (image, position): every key is then distinct, the
+// threshold is one key, and the k taken are exactly those not above it, whatever ties the
+// images hold. A composite's bits are the image's above the position's `position_bits` low
+// ones (n - 1's bit width rounded up to whole digits); a digit at composite bit `shift` is
+// the image's or the position's.
+template <class Image, class Position>
+struct select_threshold {
+  Image image;
+  Position position;
+  int known_from;  // the composite bit from which the threshold's digits are found
+  int position_bits;
+
+  // The key's found digits against the threshold's: -1 below, 0 the same, 1 above.
+  __device__ int compare(Image key_image, Position key_position) const {
+    if (known_from >= position_bits) {
+      const int from = known_from - position_bits;
+      if (from >= 8 * int(sizeof(Image))) return 0;
+      const Image mine = Image(key_image >> from), its = Image(image >> from);
+      return mine < its ? -1 : int(mine > its);
+    }
+    if (key_image != image) return key_image < image ? -1 : 1;
+    const Position mine = key_position >> known_from, its = position >> known_from;
+    return mine < its ? -1 : int(mine > its);
+  }
+
+  __device__ unsigned digit(Image key_image, Position key_position, int shift) const {
+    return shift >= position_bits
+               ? unsigned(key_image >> (shift - position_bits)) & (select_bins - 1)
+               : unsigned(key_position >> shift) & (select_bins - 1);
+  }
+};
+
+// Where the keys that share the threshold's found digits are read from. A pass lists them
+// once they are few enough (a read of the input that writes the candidate list and, as
+// taken, the keys below them); later passes read only the list.
+enum class select_source : int { input, listing, listed };
+
+template <class K, class Position>
+struct select_candidate {
+  K key;
+  Position position;
+};
+
+template <class K, class Position>
+struct select_candidates {
+  select_candidate<K, Position>* list;
+  unsigned long long capacity;
+};
+
+template <class K, class Position>
 struct radix_select_state {
-  Image prefix;
-  unsigned long long needed;
+  select_threshold<rank_image_type<K>, Position> threshold;
+  unsigned long long needed;   // of the keys sharing the found digits, how many are taken
+  unsigned long long sharing;  // how many keys share them
+  unsigned long long listed;   // keys in the candidate list
+  unsigned long long taken;    // positions in the taken list
+  select_source source;
+  unsigned tickets;  // last_to_finish's
+  unsigned long long histogram[select_bins];
 };
 
-template <class Image>
-__global__ void start_select_kernel(radix_select_state<Image>* state, unsigned long long k,
-                                    unsigned long long* histogram) {
-  if (threadIdx.x == 0) *state = {Image(0), k};
-  histogram[threadIdx.x] = 0;
+// Once `sharing == needed`, every key that shares the found digits is taken: no pass is
+// left to run, and the write takes every key not above the threshold's found digits.
+template <class K, class Position>
+__global__ void start_select_kernel(radix_select_state<K, Position>* state, std::size_t n,
+                                    std::size_t k, int position_bits) {
+  if (threadIdx.x == 0) {
+    state->threshold = {rank_image_type<K>(0), Position(0),
+                        8 * int(sizeof(rank_image_type<K>)) + position_bits, position_bits};
+    state->needed = k;
+    state->sharing = n;
+    state->listed = 0;
+    state->taken = 0;
+    state->source = select_source::input;
+    state->tickets = 0;
+  }
+  state->histogram[threadIdx.x] = 0;
 }
 
-// The pass of digit [shift, shift + 8): the count of each of its values among the keys
-// whose higher digits are the threshold's found so far.
+// The input's keys, a warp's run of select_warp_items at a time, handed to
+// `visit(key, image, position, valid)` on every lane of the warp together, so that the lanes
+// may list keys together.
+constexpr int select_vectors_a_lane = 4;
+
 template <class K>
-__global__ void __launch_bounds__(select_threads)
-    count_select_digit_kernel(const K* keys, std::size_t n, bool descending,
-                              const radix_select_state<rank_image_type<K>>* state, int shift,
-                              unsigned long long* histogram) {
-  using image_type = rank_image_type<K>;
-  constexpr int image_bits = 8 * int(sizeof(image_type));
-  __shared__ unsigned counts[select_bins];
-  counts[threadIdx.x] = 0;
-  __syncthreads();
-  const int known_from = shift + select_digit_bits;  // the found digits' lowest bit
-  const image_type prefix = state->prefix;
+constexpr int select_warp_items = 32 * items_per_vector<K>* select_vectors_a_lane;
+
+template <bool Aligned, class K, class Visit>
+__device__ void visit_input(const K* keys, std::size_t n, bool descending, Visit visit) {
+  constexpr int vec = items_per_vector<K>;
+  const std::size_t warp = std::size_t(blockIdx.x) * select_warps + threadIdx.x / 32;
+  const std::size_t stride = std::size_t(gridDim.x) * select_warps * select_warp_items<K>;
+  const std::size_t lane_offset = std::size_t(lane_id()) * vec;
+  for (std::size_t first = warp * select_warp_items<K>; first < n; first += stride) {
+    const bool whole = first + select_warp_items<K> <= n;
+    K items[select_vectors_a_lane][vec];
+#pragma unroll
+    for (int r = 0; r < select_vectors_a_lane; ++r) {
+      const std::size_t at = first + std::size_t(r) * 32 * vec + lane_offset;
+      if (whole) {
+        load_items<Aligned>(keys + at, items[r]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < vec; ++j)
+          items[r][j] = at + j < n ? load_item(keys + at + j) : K{};
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < select_vectors_a_lane; ++r) {
+#pragma unroll
+      for (int j = 0; j < vec; ++j) {
+        const std::size_t at = first + std::size_t(r) * 32 * vec + lane_offset + j;
+        const bool valid = whole || at < n;
+        visit(items[r][j], valid ? rank_image(items[r][j], descending) : rank_image_type<K>(0), at,
+              valid);
+      }
+    }
+  }
+}
+
+// The candidate list's keys, handed over as visit_input hands the input's.
+template <class K, class Position, class Visit>
+__device__ void visit_listed(const select_candidates<K, Position>& candidates,
+                             unsigned long long listed, bool descending, Visit visit) {
   const std::size_t stride = std::size_t(gridDim.x) * select_threads;
-  for (std::size_t i = std::size_t(blockIdx.x) * select_threads + threadIdx.x; i < n; i += stride) {
-    const image_type image = rank_image(load_item(keys + i), descending);
-    if (known_from >= image_bits || (image >> known_from) == (prefix >> known_from))
-      atomicAdd(&counts[(image >> shift) & (select_bins - 1)], 1u);
+  for (std::size_t first = std::size_t(blockIdx.x) * select_threads + (threadIdx.x & ~31u);
+       first < listed; first += stride) {
+    const std::size_t at = first + lane_id();
+    const bool valid = at < listed;
+    const select_candidate<K, Position> candidate =
+        valid ? candidates.list[at] : select_candidate<K, Position>{K{}, Position(0)};
+    visit(candidate.key, valid ? rank_image(candidate.key, descending) : rank_image_type<K>(0),
+          candidate.position, valid);
+  }
+}
+
+// A block's digit counts: select_count_copies copies of each, lane l adding to copy l % that,
+// side by side in shared memory: lanes adding to one digit (keys of a few values, or the
+// first digit of floats of one sign and a few exponents) then mostly add to different words
+// of different banks.
+constexpr int select_count_copies = 8;
+
+// The lists a listing pass (and the write) append to, a warp's additions staged in shared
+// memory.
+constexpr int select_stage_slots = 128;
+
+template <class K, class Position>
+struct select_stages {
+  uninitialized_array<select_candidate<K, Position>, select_warps * select_stage_slots> candidates;
+  uninitialized_array<Position, select_warps * select_stage_slots> taken;
+
+  __device__ warp_staged_list<select_candidate<K, Position>, select_stage_slots> candidate_list(
+      const select_candidates<K, Position>& to, unsigned long long* length) {
+    return {to.list, length, &candidates[int(threadIdx.x / 32) * select_stage_slots]};
+  }
+  __device__ warp_staged_list<Position, select_stage_slots> taken_list(Position* to,
+                                                                       unsigned long long* length) {
+    return {to, length, &taken[int(threadIdx.x / 32) * select_stage_slots]};
+  }
+};
+
+// The pass of the digit at composite bit `shift`: the count of each of its values among the
+// keys sharing the found digits, added to the state's histogram; the last block to finish
+// keeps the value where the count of keys still needed falls. A listing pass also writes the
+// keys sharing the found digits to the candidate list and the positions of those below them
+// to the taken list.
+template <bool Aligned, class K, class Position>
+__global__ void __launch_bounds__(select_threads)
+    select_pass_kernel(const K* keys, std::size_t n, bool descending, int shift,
+                       radix_select_state<K, Position>* state,
+                       select_candidates<K, Position> candidates, Position* taken) {
+  using image_type = rank_image_type<K>;
+  __shared__ unsigned counts[select_bins * select_count_copies];
+  __shared__ select_stages<K, Position> stages;
+  __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
+  __shared__ bool is_last;
+  const unsigned long long needed = state->needed;
+  if (state->sharing == needed) return;
+  const select_threshold<image_type, Position> threshold = state->threshold;
+  const select_source source = state->source;
+  for (int c = int(threadIdx.x); c < select_bins * select_count_copies; c += select_threads)
+    counts[c] = 0;
+  __syncthreads();
+
+  // Count the digit of every key sharing the found digits (and list, in a listing pass).
+  const unsigned my_copy_at =
+      unsigned(__cvta_generic_to_shared(counts)) + 4 * unsigned(lane_id() % select_count_copies);
+  const auto count = [&](image_type image, Position position, bool shares) {
+    if (shares)
+      shared_add(my_copy_at + 4 * select_count_copies * threshold.digit(image, position, shift),
+                 1u);
+  };
+  if (source == select_source::listed) {
+    visit_listed(candidates, state->listed, descending,
+                 [&](const K&, image_type image, Position position, bool valid) {
+                   count(image, position, valid && threshold.compare(image, position) == 0);
+                 });
+  } else if (source == select_source::input) {
+    visit_input<Aligned>(
+        keys, n, descending, [&](const K&, image_type image, std::size_t at, bool valid) {
+          count(image, Position(at), valid && threshold.compare(image, Position(at)) == 0);
+        });
+  } else {
+    auto listed = stages.candidate_list(candidates, &state->listed);
+    auto taken_list = stages.taken_list(taken, &state->taken);
+    visit_input<Aligned>(keys, n, descending,
+                         [&](const K& key, image_type image, std::size_t at, bool valid) {
+                           const int order = valid ? threshold.compare(image, Position(at)) : 1;
+                           count(image, Position(at), order == 0);
+                           listed.add(order == 0, {key, Position(at)});
+                           taken_list.add(order < 0, Position(at));
+                         });
+    listed.flush();
+    taken_list.flush();
   }
   __syncthreads();
-  if (counts[threadIdx.x] != 0) atomicAdd(&histogram[threadIdx.x], counts[threadIdx.x]);
-}
+  unsigned digit_count = 0;
+#pragma unroll
+  for (int c = 0; c < select_count_copies; ++c)
+    digit_count += counts[int(threadIdx.x) * select_count_copies + c];
+  if (digit_count != 0) atomicAdd(&state->histogram[threadIdx.x], digit_count);
+  __syncthreads();  // every count added before the block's ticket
+  if (threadIdx.x == 0) is_last = last_to_finish(&state->tickets, gridDim.x);
+  __syncthreads();
+  if (!is_last) return;
 
-// One block of select_bins threads: the digit where the needed count falls, and the
-// histogram cleared for the next pass.
-template <class Image>
-__global__ void __launch_bounds__(select_bins)
-    pick_select_digit_kernel(radix_select_state<Image>* state, int shift,
-                             unsigned long long* histogram) {
-  __shared__ block_sum_storage<select_bins / 32, unsigned long long> storage;
-  const unsigned long long needed = state->needed;
-  const unsigned long long count = histogram[threadIdx.x];
-  const unsigned long long before = block_exclusive_sum<select_bins / 32>(count, storage);
-  if (before < needed && needed <= before + count) {  // one digit holds the needed key
-    state->prefix = Image(state->prefix | (Image(threadIdx.x) << shift));
+  // Every count is in: the digit value where the needed key falls.
+  const unsigned long long total = load_published(&state->histogram[threadIdx.x]);
+  const unsigned long long before = block_exclusive_sum<select_warps>(total, sum_storage);
+  state->histogram[threadIdx.x] = 0;
+  if (before < needed && needed <= before + total) {
+    select_threshold<image_type, Position> found = threshold;
+    if (shift >= threshold.position_bits)
+      found.image =
+          image_type(found.image | (image_type(threadIdx.x) << (shift - found.position_bits)));
+    else
+      found.position = Position(found.position | (Position(threadIdx.x) << shift));
+    found.known_from = shift;
+    state->threshold = found;
     state->needed = needed - before;
+    state->sharing = total;
+    if (source == select_source::listing)
+      state->source = select_source::listed;
+    else if (source == select_source::input && total <= candidates.capacity)
+      state->source = select_source::listing;
   }
-  histogram[threadIdx.x] = 0;
 }
 
-// Keys below the threshold, and equal to it, in a run of keys.
-struct taken_counts {
-  unsigned long long below;
-  unsigned long long equal;
-};
+// The taken keys the passes left unwritten, every key not above the threshold's found
+// digits: from the candidate list where it holds them, else from the input.
+template <bool Aligned, class K, class Position>
+__global__ void __launch_bounds__(select_threads)
+    write_selected_kernel(const K* keys, std::size_t n, bool descending,
+                          radix_select_state<K, Position>* state,
+                          select_candidates<K, Position> candidates, Position* taken) {
+  using image_type = rank_image_type<K>;
+  __shared__ select_stages<K, Position> stages;
+  const select_threshold<image_type, Position> threshold = state->threshold;
+  auto taken_list = stages.taken_list(taken, &state->taken);
+  if (state->source == select_source::listed) {
+    visit_listed(candidates, state->listed, descending,
+                 [&](const K&, image_type image, Position position, bool valid) {
+                   taken_list.add(valid && threshold.compare(image, position) <= 0, position);
+                 });
+  } else {
+    visit_input<Aligned>(
+        keys, n, descending, [&](const K&, image_type image, std::size_t at, bool valid) {
+          taken_list.add(valid && threshold.compare(image, Position(at)) <= 0, Position(at));
+        });
+  }
+  taken_list.flush();
+}
+
+// The taken keys, their positions now in input order, read from the input with them.
+template <class K, class Position, class Index>
+__global__ void gather_taken_kernel(const K* keys, const Position* positions, std::size_t k,
+                                    K* taken_keys, Index* taken_positions) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < k; i += stride) {
+    const Position position = positions[i];
+    taken_keys[i] = load_item(keys + position);
+    taken_positions[i] = Index(position);
+  }
+}
+
+// ---- Batched: a block a row ------------------------------------------------------------------
 
 // Which keys are taken: those whose images are below the threshold's in the digits from bit
 // `known_from` up, and the first `needed` of those equal to it there.
@@ -113,16 +347,6 @@ struct taken_rule {
   __device__ Image known(Image image) const { return Image(image >> known_from); }
   __device__ bool below(Image image) const { return known(image) < known(threshold); }
   __device__ bool equal(Image image) const { return known(image) == known(threshold); }
-};
-
-// Block b's run of tiles: [tiles * b / grid, tiles * (b + 1) / grid).
-struct select_run {
-  std::size_t first_tile, end_tile;
-  __device__ select_run(std::size_t n) {
-    const std::size_t tiles = ceil_div(n, select_tile_items);
-    first_tile = tiles * blockIdx.x / gridDim.x;
-    end_tile = tiles * (blockIdx.x + 1) / gridDim.x;
-  }
 };
 
 // Thread t's items of a tile are the select_items_a_thread from first + t * that: the order
@@ -144,33 +368,6 @@ struct tile_keys {
     }
   }
 };
-
-template <class K>
-__global__ void __launch_bounds__(select_threads)
-    count_taken_kernel(const K* keys, std::size_t n, bool descending,
-                       const radix_select_state<rank_image_type<K>>* state,
-                       taken_counts* block_counts) {
-  __shared__ block_reduce_storage<select_warps, unsigned long long> storage;
-  const taken_rule<rank_image_type<K>> rule{state->prefix, 0, state->needed};
-  const select_run run(n);
-  unsigned long long below = 0, equal = 0;
-  for (std::size_t tile = run.first_tile; tile < run.end_tile; ++tile) {
-    const tile_keys<K> items(keys, n, tile, descending);
-#pragma unroll
-    for (int j = 0; j < select_items_a_thread; ++j) {
-      if (items.first + j < n) {
-        below += rule.below(items.images[j]);
-        equal += rule.equal(items.images[j]);
-      }
-    }
-  }
-  const partial<unsigned long long> below_total = block_reduce_warps(
-      warp_reduce(partial<unsigned long long>{below, true}, plus{}), plus{}, storage);
-  __syncthreads();  // storage read
-  const partial<unsigned long long> equal_total = block_reduce_warps(
-      warp_reduce(partial<unsigned long long>{equal, true}, plus{}), plus{}, storage);
-  if (threadIdx.x == 0) block_counts[blockIdx.x] = {below_total.value, equal_total.value};
-}
 
 // Writes the taken keys of tiles [first_tile, end_tile) of `keys`, and their positions, in
 // input order: a taken key below the threshold goes after every one taken before it, the
@@ -222,42 +419,6 @@ __device__ void write_taken_tiles(const K* keys, std::size_t n, std::size_t firs
     __syncthreads();  // tile_total read
   }
 }
-
-template <class K, class Index>
-__global__ void __launch_bounds__(select_threads)
-    write_taken_kernel(const K* keys, std::size_t n, bool descending,
-                       const radix_select_state<rank_image_type<K>>* state,
-                       const taken_counts* block_counts, K* taken_keys, Index* taken_positions) {
-  __shared__ block_reduce_storage<select_warps, unsigned long long> reduce_storage;
-  __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
-  __shared__ unsigned long long tile_total;
-
-  // The blocks before this one: their counts, summed by the whole block.
-  unsigned long long below_blocks = 0, equal_blocks = 0;
-  for (unsigned b = threadIdx.x; b < blockIdx.x; b += select_threads) {
-    below_blocks += block_counts[b].below;
-    equal_blocks += block_counts[b].equal;
-  }
-  const partial<unsigned long long> below_total = block_reduce_warps(
-      warp_reduce(partial<unsigned long long>{below_blocks, true}, plus{}), plus{}, reduce_storage);
-  if (threadIdx.x == 0) tile_total = below_total.value;
-  __syncthreads();
-  const unsigned long long below_before = tile_total;
-  __syncthreads();  // tile_total and reduce_storage read
-  const partial<unsigned long long> equal_total = block_reduce_warps(
-      warp_reduce(partial<unsigned long long>{equal_blocks, true}, plus{}), plus{}, reduce_storage);
-  if (threadIdx.x == 0) tile_total = equal_total.value;
-  __syncthreads();
-  const unsigned long long equal_before = tile_total;
-  __syncthreads();  // tile_total read
-
-  const select_run run(n);
-  write_taken_tiles(keys, n, run.first_tile, run.end_tile, descending,
-                    taken_rule<rank_image_type<K>>{state->prefix, 0, state->needed}, below_before,
-                    equal_before, taken_keys, taken_positions, sum_storage, tile_total);
-}
-
-// ---- Batched: a block a row ------------------------------------------------------------------
 
 // Row r's k taken keys (cols < 2^32 keys a row) to taken_keys[r * k, (r + 1) * k), in input
 // order, with their positions in the row.
