@@ -134,6 +134,16 @@ def cases(log2: int):
     yield (f"argsort f32 rows {tuple(logits.shape)}", 4 * n + 8 * n,
            lambda: ppat.argsort(logits),
            {"torch.argsort(dim=-1)": lambda: torch.argsort(logits, stable=True)})
+    top = min(n, 1000)
+    yield (f"topk f32 k={top}", 4 * n, lambda: ppat.topk(f32, top),
+           {"torch.topk": lambda: torch.topk(f32, top)})
+    if log2 >= 24:
+        # Issue 39's shapes: rows of logits of LLM vocabularies, and many short rows (MoE).
+        for rows, cols, k in ((64, 131072, 50), (64, 131072, 1024), (256, 152064, 50),
+                              (256, 152064, 1024), (65536, 1024, 8)):
+            x = torch.randn(rows, cols, device="cuda")
+            yield (f"topk f32 {(rows, cols)} k={k}", 4 * rows * cols,
+                   lambda x=x, k=k: ppat.topk(x, k), {"torch.topk": lambda x=x, k=k: torch.topk(x, k)})
     offsets = torch.arange(0, n + 1000, 1000, device="cuda").clamp_(max=n)
     yield ("segment_reduce f32, segments of 1000", 4 * n, lambda: ppat.segment_reduce(f32, offsets),
            {"torch.segment_reduce": lambda: torch.segment_reduce(f32, "sum", offsets=offsets)})
