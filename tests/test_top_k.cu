@@ -272,15 +272,17 @@ void expect_top_k_batched(const std::vector<K>& keys, std::size_t rows, std::siz
       << "written outside an output";
 }
 
-// Shapes of a block a row (one row, rows of one key, rows across a tile's edge, many short
-// rows) and of two rows long enough to take the whole GPU each.
+// Shapes of a block a row holding it (one row, rows of one key, rows across a tile's edge,
+// many short rows), of clusters of 2 to 8 blocks a row (by the key's width), of a block a row
+// reading it a digit at a time (rows too long for a cluster's shared memory), and of two rows
+// long enough to take the whole GPU each.
 template <class K>
 void every_batched_case(const char* type) {
   SCOPED_TRACE(type);
   PPAT_TRACE_SEED();
-  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1},      {3, 1},     {1, 2049},
-                                                        {5, 2048},   {7, 2049},  {1000, 37},
-                                                        {333, 1000}, {3, 40009}, {2, 300007}};
+  const std::pair<std::size_t, std::size_t> shapes[] = {
+      {1, 1},      {3, 1},     {1, 2049},   {5, 2048},   {7, 2049},  {1000, 37},
+      {333, 1000}, {3, 40009}, {3, 131073}, {3, 200003}, {2, 300007}};
   for (const auto& [rows, cols] : shapes) {
     if (ppat_test::over_item_budget(rows * cols)) continue;
     for (bool few : {false, true}) {
@@ -324,8 +326,11 @@ TEST(top_k_batched, stream_and_graph_capture) {
   PPAT_TRACE_SEED();
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  // A block a row, then rows that take the whole GPU each.
+  // A block a row holding it, a cluster of 8 a row, a block a row reading it a digit at a
+  // time, then rows that take the whole GPU each.
   for (const auto& shape : {std::pair<std::size_t, std::size_t>{300, 3001},
+                            std::pair<std::size_t, std::size_t>{5, 131073},
+                            std::pair<std::size_t, std::size_t>{3, 200003},
                             std::pair<std::size_t, std::size_t>{2, 300007}}) {
     const std::size_t rows = shape.first, cols = shape.second;
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));

@@ -185,6 +185,67 @@ void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indice
   select_top_k(in, n, k, keys_out, indices_out, ord, call);
 }
 
+// The cluster a row takes where its run of tiles a block fits shared memory: the fewest
+// blocks (1, 2, 4 or 8; more than 1 where the GPU has clusters) whose runs of the row's
+// tiles take at most select_cluster_block_bytes each. None (blocks == 0) where no cluster
+// holds the row.
+constexpr std::size_t select_cluster_block_bytes = 96 * 1024;
+
+struct select_cluster_shape {
+  unsigned blocks;
+  std::size_t tiles_a_block;
+  std::size_t shared_bytes;
+
+  static select_cluster_shape of(std::size_t cols, std::size_t image_bytes,
+                                 const device_limits& limits) {
+    const std::size_t tiles = ceil_div(cols, select_tile_items);
+    for (unsigned blocks = 1; blocks <= unsigned(select_cluster_most_blocks); blocks *= 2) {
+      if (blocks > 1 && !limits.has_clusters) break;
+      const std::size_t tiles_a_block = ceil_div(tiles, blocks);
+      const std::size_t bytes = tiles_a_block * select_tile_items * image_bytes;
+      if (bytes <= select_cluster_block_bytes) return {blocks, tiles_a_block, bytes};
+    }
+    return {0, 0, 0};
+  }
+};
+
+// Each row's taken keys, a cluster a row (select_rows_cluster_kernel), as many clusters as
+// fit the GPU at once.
+template <class K, class Index>
+void select_in_clusters(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
+                        bool descending, const select_cluster_shape& shape, K* taken_keys,
+                        Index* taken_positions, const call_context& call) {
+  constexpr auto kernel = select_rows_cluster_kernel<K, Index>;
+  allow_dynamic_shared_bytes(kernel, shape.shared_bytes, call);
+  cudaLaunchAttribute cluster_size{};
+  cluster_size.id = cudaLaunchAttributeClusterDimension;
+  cluster_size.val.clusterDim.x = shape.blocks;
+  cluster_size.val.clusterDim.y = 1;
+  cluster_size.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(shape.blocks);
+  config.blockDim = dim3(select_threads);
+  config.dynamicSmemBytes = shape.shared_bytes;
+  config.stream = call.stream();
+  config.attrs = shape.blocks > 1 ? &cluster_size : nullptr;
+  config.numAttrs = shape.blocks > 1 ? 1 : 0;
+  int clusters = 0;
+  if (shape.blocks > 1) {
+    call.check(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
+               "cudaOccupancyMaxActiveClusters");
+  } else {
+    call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, kernel, select_threads,
+                                                             shape.shared_bytes),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    clusters *= call.limits().sm_count;
+  }
+  const std::size_t launched = std::min(rows, std::size_t(std::max(clusters, 1)));
+  config.gridDim = dim3(unsigned(launched * shape.blocks));
+  call.check(cudaLaunchKernelEx(&config, kernel, in, rows, cols, k, descending, shape.tiles_a_block,
+                                taken_keys, taken_positions),
+             "cudaLaunchKernelEx (select_rows_cluster_kernel)");
+}
+
 // Rows this much longer than they are many take the whole GPU one after another: a block a
 // row would leave most SMs idle while few blocks read long rows.
 constexpr std::size_t whole_gpu_row_ratio = std::size_t(1) << 17;
@@ -203,11 +264,17 @@ void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t 
   }
   temporary_buffer<K> taken_keys(rows * k, call);
   temporary_buffer<Index> taken_positions(rows * k, call);
-  constexpr auto kernel = select_rows_kernel<K, Index>;
-  const std::size_t blocks = std::min(rows, resident_blocks<kernel>(select_threads, 0, call));
-  kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
-      in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
-  check_launch(function, "select_rows_kernel");
+  const select_cluster_shape cluster = select_cluster_shape::of(cols, sizeof(K), call.limits());
+  if (cluster.blocks > 0) {
+    select_in_clusters(in, rows, cols, k, ord == order::descending, cluster, taken_keys.data(),
+                       taken_positions.data(), call);
+  } else {
+    constexpr auto kernel = select_rows_kernel<K, Index>;
+    const std::size_t blocks = std::min(rows, resident_blocks<kernel>(select_threads, 0, call));
+    kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
+        in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
+    check_launch(function, "select_rows_kernel");
+  }
   sort_rows(taken_keys.data(), keys_out, taken_positions.data(), indices_out, rows, k, ord, call);
   taken_keys.release();
   taken_positions.release();

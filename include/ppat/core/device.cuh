@@ -25,6 +25,7 @@ struct device_limits {
   int shared_bytes_per_sm;
   int l2_bytes;
   bool pageable_memory_access;  // kernels may read memory from malloc and new
+  bool has_clusters;            // thread-block clusters (sm_90 on)
 };
 
 inline const device_limits& limits_of(int device, const char* function);
@@ -142,6 +143,7 @@ inline const device_limits& limits_of(int device, const char* function) {
   limits.shared_bytes_per_sm = query(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
   limits.l2_bytes = query(cudaDevAttrL2CacheSize);
   limits.pageable_memory_access = query(cudaDevAttrPageableMemoryAccess) != 0;
+  limits.has_clusters = query(cudaDevAttrClusterLaunch) != 0;
   return known.emplace(device, limits).first->second;
 }
 

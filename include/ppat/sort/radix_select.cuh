@@ -18,6 +18,8 @@
 // the block.
 #pragma once
 
+#include <cooperative_groups.h>
+
 #include <cstddef>
 
 #include "../core/atomic.cuh"
@@ -467,6 +469,114 @@ __global__ void __launch_bounds__(select_threads)
     }
     write_taken_tiles(keys, cols, 0, tiles, descending, rule, 0, 0, taken_keys + row * k,
                       taken_positions + row * k, sum_storage, tile_total);
+  }
+}
+
+// ---- Batched: a cluster a row ----------------------------------------------------------------
+
+// Rows that fit the shared memory of a cluster of up to select_cluster_most_blocks blocks:
+// each block holds its run of the row's tiles as rank images, read once, and the blocks add
+// up their digit counts through each other's shared memory (distributed shared memory), so
+// that every digit after the first reads shared memory, not the row. The cluster's blocks
+// all sum the counts and pick the same digit; they then write their taken keys in input
+// order (write_taken_tiles over their runs), each told how many the blocks before it take.
+constexpr int select_cluster_most_blocks = 8;
+
+template <class K, class Index>
+__global__ void __launch_bounds__(select_threads)
+    select_rows_cluster_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
+                               bool descending, std::size_t tiles_a_block, K* taken_keys,
+                               Index* taken_positions) {
+  using image_type = rank_image_type<K>;
+  constexpr int image_bits = 8 * int(sizeof(image_type));
+  extern __shared__ uint4 row_run[];           // this block's run of the row, as rank images
+  __shared__ unsigned counts[2][select_bins];  // a digit's, the next digit's
+  __shared__ unsigned run_taken[2];            // below the threshold, equal to it
+  __shared__ unsigned long long taken_before[2];
+  __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
+  __shared__ taken_rule<image_type> found;
+  __shared__ unsigned long long found_count;
+  __shared__ unsigned long long tile_total;
+#if __CUDA_ARCH__ >= 900
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const unsigned blocks = cluster.num_blocks();
+  const unsigned rank = cluster.block_rank();
+  const auto cluster_sync = [&] { cluster.sync(); };
+  const auto in_block = [&](auto* mine, unsigned other) {
+    return cluster.map_shared_rank(mine, other);
+  };
+#else
+  const unsigned blocks = 1, rank = 0;
+  const auto cluster_sync = [] { __syncthreads(); };
+  const auto in_block = [](auto* mine, unsigned) { return mine; };
+#endif
+  image_type* images = reinterpret_cast<image_type*>(row_run);
+  const std::size_t tiles = ceil_div(cols, select_tile_items);
+  const std::size_t first_tile = rank * tiles_a_block < tiles ? rank * tiles_a_block : tiles;
+  const std::size_t end_tile =
+      first_tile + tiles_a_block < tiles ? first_tile + tiles_a_block : tiles;
+  const std::size_t first = first_tile * select_tile_items;
+  const std::size_t end = end_tile * select_tile_items < cols ? end_tile * select_tile_items : cols;
+  const unsigned count = end > first ? unsigned(end - first) : 0;
+  const std::size_t clusters = gridDim.x / blocks;
+
+  for (std::size_t row = blockIdx.x / blocks; row < rows; row += clusters) {
+    const K* keys = in + row * cols;
+    for (unsigned i = threadIdx.x; i < count; i += select_threads)
+      images[i] = rank_image(load_item(keys + first + i), descending);
+    if (threadIdx.x < 2) run_taken[threadIdx.x] = 0;
+    __syncthreads();
+
+    // The threshold, a digit at a time from the top, the counts summed over the cluster.
+    // Two sets of counts: a block may clear and fill the next digit's while the others still
+    // read this one's.
+    taken_rule<image_type> rule{image_type(0), image_bits, k};
+    int set = 0;
+    for (int shift = image_bits - select_digit_bits; shift >= 0;
+         shift -= select_digit_bits, set ^= 1) {
+      counts[set][threadIdx.x] = 0;
+      __syncthreads();
+      for (unsigned i = threadIdx.x; i < count; i += select_threads) {
+        if (rule.known_from == image_bits || rule.equal(images[i]))
+          atomicAdd(&counts[set][(images[i] >> shift) & (select_bins - 1)], 1u);
+      }
+      cluster_sync();  // every block's counts complete
+      unsigned long long total = 0;
+      for (unsigned b = 0; b < blocks; ++b)
+        total += in_block(&counts[set][0], b)[threadIdx.x];
+      const unsigned long long before = block_exclusive_sum<select_warps>(total, sum_storage);
+      if (before < rule.needed && rule.needed <= before + total) {  // one digit holds it
+        found = {image_type(rule.threshold | (image_type(threadIdx.x) << shift)), shift,
+                 rule.needed - before};
+        found_count = total;
+      }
+      __syncthreads();
+      rule = found;
+      const bool all_taken = found_count == rule.needed;
+      __syncthreads();  // found and found_count read
+      if (all_taken) break;
+    }
+
+    // The run's taken keys, in input order after those of the runs before it.
+    unsigned below = 0, equal = 0;
+    for (unsigned i = threadIdx.x; i < count; i += select_threads) {
+      below += rule.below(images[i]);
+      equal += rule.equal(images[i]);
+    }
+    if (below != 0) atomicAdd(&run_taken[0], below);
+    if (equal != 0) atomicAdd(&run_taken[1], equal);
+    cluster_sync();  // every run's counts complete
+    if (threadIdx.x < 2) {
+      unsigned long long sum = 0;
+      for (unsigned b = 0; b != rank; ++b)
+        sum += in_block(&run_taken[0], b)[threadIdx.x];
+      taken_before[threadIdx.x] = sum;
+    }
+    __syncthreads();
+    write_taken_tiles(keys, cols, first_tile, end_tile, descending, rule, taken_before[0],
+                      taken_before[1], taken_keys + row * k, taken_positions + row * k, sum_storage,
+                      tile_total);
+    cluster_sync();  // the counts read by every block before the next row changes them
   }
 }
 
