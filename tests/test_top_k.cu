@@ -175,6 +175,47 @@ TEST(top_k, keys_of_narrow_ranges_and_unaligned_keys) {
   EXPECT_TRUE(keys_out->guards_intact() && indices_out->guards_intact());
 }
 
+// Inputs long enough for a sample to bound the threshold (sort/radix_select.cuh): keys of
+// every bit pattern, where the keys at or below the bound are listed and only the list read
+// after; keys of few values, where the sample foretells a list too long and is not used;
+// and two inputs that defeat the sample, planted at its positions: the largest keys all
+// there (fewer than k listed), and keys the sample does not see all at or below the bound
+// (a list that overflows). Both fall back to reading the input, with the same answer.
+TEST(top_k, sampled_bound_kept_and_defeated) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 4 * (std::size_t{1} << 20) + 7;
+  if (ppat_test::over_item_budget(n)) return;
+  for (bool few : {false, true}) {
+    SCOPED_TRACE(few ? "few distinct keys" : "keys of every bit pattern");
+    const std::vector<float> keys = draw_keys<float>(n, few);
+    for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+      const auto order =
+          ppat_reference::sorted_positions(keys, /*descending=*/ord == ppat::order::descending);
+      for (std::size_t k : {std::size_t{1}, std::size_t{1000}, std::size_t{30000}})
+        expect_top_k<float, std::int64_t>(keys, k, ord, order);
+    }
+  }
+  const std::size_t samples = ppat::detail::select_sample_items;
+  std::uniform_int_distribution<std::uint32_t> below_half(0, (1u << 31) - 1);
+  std::vector<std::uint32_t> largest_sampled(n);
+  for (auto& key : largest_sampled)
+    key = below_half(ppat_test::rng());
+  for (std::size_t i = 0; i < samples; ++i)
+    largest_sampled[ppat::detail::select_sample_position(i, n)] = (1u << 31) + std::uint32_t(i * 7);
+  expect_top_k<std::uint32_t, std::int64_t>(largest_sampled, 1000, ppat::order::descending);
+
+  std::uniform_int_distribution<std::uint32_t> near_top(1000000 + 129, 1000000 + 140);
+  std::vector<std::uint32_t> unseen_listed(n);
+  for (auto& key : unseen_listed)
+    key = near_top(ppat_test::rng());
+  for (std::size_t i = 0; i < samples; ++i) {
+    unseen_listed[ppat::detail::select_sample_position(i, n)] =
+        i < 30 ? 1000000 + 100 + std::uint32_t(i) : std::uint32_t(i % 1000);
+  }
+  expect_top_k<std::uint32_t, std::int64_t>(unseen_listed, 1000, ppat::order::descending);
+}
+
 // More than 2^32 keys, so positions take 64 bits: u8 keys below 250 but for 300 of 255 and
 // 900 of 254 planted across the whole range (some past 2^32); the 1,000 largest are the 255s
 // and then the first 700 of the 254s by position, which the host knows without a sort.

@@ -12,13 +12,15 @@
 // takes; `Index` any integer type that holds n - 1 (cols - 1). k == 0 writes nothing;
 // k > n (k > cols) is rejected. sort/radix_select.cuh holds the method: the k-th key found
 // a digit at a time, ties parted by position, the later digits read from a list of the
-// few keys still in question, and the k taken keys sorted; a block a row for the batched
-// form, unless the rows are so few and long that each is better served by the whole GPU.
+// few keys still in question (listed in one read where a sample bounds them), and the k
+// taken keys sorted; a block a row for the batched form, a cluster a row for rows fewer
+// than the SMs, and the whole GPU a row for rows so few and long that it serves them best.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -107,6 +109,27 @@ inline int position_bit_width(std::size_t n) {
   return bits;
 }
 
+// Where a sample bounds the threshold (sort/radix_select.cuh): inputs of at least 256 keys a
+// sample key (2^22; at 2^20 the sample and the list's passes cost more than the reads they
+// save, docs/patterns.md, "Top-k"), and k small enough that the keys at or below the bound, about
+// `rank` strides of the input, are expected to fill at most half the candidate list. The rank is
+// the sample's expected count of taken keys plus four standard deviations and four: a sample that
+// leaves fewer than k keys listed costs one read of the input.
+struct select_sample_plan {
+  unsigned long long rank = 0;  // 0: no sample
+  unsigned long long most = 0;  // sample keys at or below the bound, at most
+
+  static select_sample_plan of(std::size_t n, std::size_t k, std::size_t capacity) {
+    const std::size_t stride = n / select_sample_items;
+    if (stride < 256) return {};
+    const double expected = double(k) / double(stride);
+    const double rank = std::ceil(expected + 4 * std::sqrt(expected) + 4);
+    const unsigned long long most = capacity / 2 / stride;
+    if (rank > double(most)) return {};
+    return {static_cast<unsigned long long>(rank), most};
+  }
+};
+
 // The k of n keys (0 < k <= n) taken and sorted by the whole GPU, positions of Position
 // (which holds n - 1): a checked call. The candidate list holds up to n / 16 keys: for keys
 // of every bit pattern, the first digit leaves about n / 256 (docs/patterns.md, "Top-k").
@@ -127,6 +150,7 @@ void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Ind
   temporary_buffer<select_candidate<K, Position>> candidate_list(capacity, call);
   temporary_buffer<Position> taken(k, call);
   const select_candidates<K, Position> candidates{candidate_list.data(), capacity};
+  const select_list<Position> taken_list{taken.data(), k};
 
   const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
   const auto pass =
@@ -138,13 +162,32 @@ void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Ind
                resident_blocks<select_pass_kernel<true, K, Position>>(select_threads, 0, call)));
   start_select_kernel<<<1, select_bins, 0, call.stream()>>>(state.data(), n, k, position_bits);
   check_launch(function, "start_select_kernel");
+  const select_sample_plan sample = select_sample_plan::of(n, k, capacity);
+  if (sample.rank != 0) {
+    temporary_buffer<rank_image_type<K>> sample_images(select_sample_items, call);
+    gather_sample_kernel<<<unsigned(select_sample_items / 256), 256, 0, call.stream()>>>(
+        in, n, descending, sample_images.data());
+    check_launch(function, "gather_sample_kernel");
+    sample_bound_kernel<K, Position><<<1, select_threads, 0, call.stream()>>>(
+        sample_images.data(), sample.rank, sample.most, state.data());
+    check_launch(function, "sample_bound_kernel");
+    sample_images.release();
+    const auto list =
+        aligned ? list_bounded_kernel<true, K, Position> : list_bounded_kernel<false, K, Position>;
+    const unsigned list_blocks = unsigned(
+        std::min(ceil_div(n, select_warps * select_warp_items<K>),
+                 resident_blocks<list_bounded_kernel<true, K, Position>>(select_threads, 0, call)));
+    list<<<list_blocks, select_threads, 0, call.stream()>>>(in, n, descending, state.data(),
+                                                            candidates);
+    check_launch(function, "list_bounded_kernel");
+  }
   for (int shift = composite_bits - select_digit_bits; shift >= 0; shift -= select_digit_bits) {
     pass<<<blocks, select_threads, 0, call.stream()>>>(in, n, descending, shift, state.data(),
-                                                       candidates, taken.data());
+                                                       candidates, taken_list);
     check_launch(function, "select_pass_kernel");
   }
   write<<<blocks, select_threads, 0, call.stream()>>>(in, n, descending, state.data(), candidates,
-                                                      taken.data());
+                                                      taken_list);
   check_launch(function, "write_selected_kernel");
   state.release();
   candidate_list.release();
@@ -188,7 +231,8 @@ void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indice
 // The cluster a row takes where its run of tiles a block fits shared memory: the fewest
 // blocks (1, 2, 4 or 8; more than 1 where the GPU has clusters) whose runs of the row's
 // tiles take at most select_cluster_block_bytes each. None (blocks == 0) where no cluster
-// holds the row.
+// holds the row, or where the rows are as many as the SMs: a block a row then fills the GPU,
+// and measured faster than clusters (docs/patterns.md, "Top-k").
 constexpr std::size_t select_cluster_block_bytes = 96 * 1024;
 
 struct select_cluster_shape {
@@ -196,8 +240,9 @@ struct select_cluster_shape {
   std::size_t tiles_a_block;
   std::size_t shared_bytes;
 
-  static select_cluster_shape of(std::size_t cols, std::size_t image_bytes,
+  static select_cluster_shape of(std::size_t rows, std::size_t cols, std::size_t image_bytes,
                                  const device_limits& limits) {
+    if (rows >= std::size_t(limits.sm_count)) return {0, 0, 0};
     const std::size_t tiles = ceil_div(cols, select_tile_items);
     for (unsigned blocks = 1; blocks <= unsigned(select_cluster_most_blocks); blocks *= 2) {
       if (blocks > 1 && !limits.has_clusters) break;
@@ -264,7 +309,8 @@ void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t 
   }
   temporary_buffer<K> taken_keys(rows * k, call);
   temporary_buffer<Index> taken_positions(rows * k, call);
-  const select_cluster_shape cluster = select_cluster_shape::of(cols, sizeof(K), call.limits());
+  const select_cluster_shape cluster =
+      select_cluster_shape::of(rows, cols, sizeof(K), call.limits());
   if (cluster.blocks > 0) {
     select_in_clusters(in, rows, cols, k, ord == order::descending, cluster, taken_keys.data(),
                        taken_positions.data(), call);

@@ -61,11 +61,13 @@ __device__ inline unsigned long long warp_claim_slot(unsigned long long* length,
 // entries of this warp's own) and written out a few dozen at a time, with one atomic addition
 // to the list's length each: an atomic addition a warp's every addition would queue the
 // whole grid on one address (docs/patterns.md, "Top-k"). Every lane of the warp calls add()
-// together, and flush() once done.
+// together, and flush() once done. Entries past the list's capacity are counted in its length
+// but not written: a list that may overflow is one its reader drops when it did.
 template <class Entry, int Slots>
 struct warp_staged_list {
   static_assert(Slots >= 64, "a flush makes room for at least 32 more");
   Entry* list;
+  unsigned long long capacity;
   unsigned long long* length;
   Entry* stage;
   int staged = 0;  // the same on every lane
@@ -85,7 +87,7 @@ struct warp_staged_list {
     if (lane_id() == 0) first = atomicAdd(length, (unsigned long long)staged);
     first = __shfl_sync(full_warp, first, 0);
     for (int i = lane_id(); i < staged; i += 32)
-      list[first + i] = stage[i];
+      if (first + i < capacity) list[first + i] = stage[i];
     __syncwarp();  // the stage read
     staged = 0;
   }

@@ -9,13 +9,16 @@
 // later passes read only the list; once they are exactly the keys still needed, the passes
 // stop. A last kernel writes the positions not yet written of the keys not above the
 // threshold; the host sorts the k positions, reads their keys, and sorts the keys (stable,
-// so ties stay by position).
+// so ties stay by position). For long inputs and k small beside n, a sample first bounds the
+// threshold, and one read lists the keys at or below the bound: the passes then read only
+// that list, unless the input defeated the sample.
 //
 // The batched form (top_k_batched) gives each row of a matrix to one block, which finds its
 // row's threshold with a histogram in shared memory, a read of the row a digit, and stops as
 // soon as the keys sharing the digits found are exactly the ones still needed; then it writes
 // the row's taken keys in input order, the counts of each tile's taken keys scanned across
-// the block.
+// the block. Fewer rows than SMs take a cluster of blocks a row, the row read once into
+// their shared memory.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -47,6 +50,71 @@ template <class K>
 __device__ rank_image_type<K> rank_image(const K& key, bool descending) {
   const rank_image_type<K> image = radix_key<K>::image(key);
   return descending ? rank_image_type<K>(~image) : image;
+}
+
+// ---- A block's digit ---------------------------------------------------------------------------
+
+// Which keys are taken: those whose images are below the threshold's in the digits from bit
+// `known_from` up, and the first `needed` of those equal to it there.
+template <class Image>
+struct taken_rule {
+  Image threshold;
+  int known_from;
+  unsigned long long needed;
+
+  __device__ Image known(Image image) const { return Image(image >> known_from); }
+  __device__ bool below(Image image) const { return known(image) < known(threshold); }
+  __device__ bool equal(Image image) const { return known(image) == known(threshold); }
+};
+
+// A block's digit counts: select_count_copies copies of each, lane l adding to copy l % that,
+// side by side in shared memory: lanes adding to one digit (keys of a few values, or the
+// first digit of floats of one sign and a few exponents) then mostly add to different words
+// of different banks.
+constexpr int select_count_copies = 8;
+
+struct select_digit_counts {
+  unsigned words[select_bins * select_count_copies];
+
+  __device__ void clear() {
+    for (int c = int(threadIdx.x); c < select_bins * select_count_copies; c += int(blockDim.x))
+      words[c] = 0;
+  }
+  __device__ void add(unsigned digit) {
+    shared_add(unsigned(__cvta_generic_to_shared(words)) +
+                   4 * (select_count_copies * digit + unsigned(lane_id() % select_count_copies)),
+               1u);
+  }
+  // The count of `digit`, its copies added up: after a barrier that follows the additions.
+  __device__ unsigned total(unsigned digit) const {
+    unsigned sum = 0;
+#pragma unroll
+    for (int c = 0; c < select_count_copies; ++c)
+      sum += words[digit * select_count_copies + c];
+    return sum;
+  }
+};
+
+// The rule's next digit, at `shift`: `count` is thread t's count of the keys sharing the
+// digits found whose digit there is t; the rule learns the digit where its needed key falls
+// and how many keys it still needs there. Returns how many keys share the digits found. Every
+// thread of the block calls it; `found` and `found_count` are shared words that hand the
+// digit over.
+template <class Image>
+__device__ unsigned long long narrow_to_digit(
+    unsigned long long count, int shift, taken_rule<Image>& rule,
+    block_sum_storage<select_warps, unsigned long long>& storage, taken_rule<Image>& found,
+    unsigned long long& found_count) {
+  const unsigned long long before = block_exclusive_sum<select_warps>(count, storage);
+  if (before < rule.needed && rule.needed <= before + count) {  // one digit holds it
+    found = {Image(rule.threshold | (Image(threadIdx.x) << shift)), shift, rule.needed - before};
+    found_count = count;
+  }
+  __syncthreads();
+  rule = found;
+  const unsigned long long sharing = found_count;
+  __syncthreads();  // found and found_count read
+  return sharing;
 }
 
 // ---- The whole array ---------------------------------------------------------------------------
@@ -94,11 +162,15 @@ struct select_candidate {
   Position position;
 };
 
-template <class K, class Position>
-struct select_candidates {
-  select_candidate<K, Position>* list;
+// A list the passes append to, and the most entries it holds.
+template <class Entry>
+struct select_list {
+  Entry* list;
   unsigned long long capacity;
 };
+
+template <class K, class Position>
+using select_candidates = select_list<select_candidate<K, Position>>;
 
 template <class K, class Position>
 struct radix_select_state {
@@ -110,6 +182,8 @@ struct radix_select_state {
   select_source source;
   unsigned tickets;  // last_to_finish's
   unsigned long long histogram[select_bins];
+  rank_image_type<K> bound;  // the sampled bound, where `bounded`
+  bool bounded;
 };
 
 // Once `sharing == needed`, every key that shares the found digits is taken: no pass is
@@ -126,6 +200,7 @@ __global__ void start_select_kernel(radix_select_state<K, Position>* state, std:
     state->taken = 0;
     state->source = select_source::input;
     state->tickets = 0;
+    state->bounded = false;
   }
   state->histogram[threadIdx.x] = 0;
 }
@@ -187,12 +262,6 @@ __device__ void visit_listed(const select_candidates<K, Position>& candidates,
   }
 }
 
-// A block's digit counts: select_count_copies copies of each, lane l adding to copy l % that,
-// side by side in shared memory: lanes adding to one digit (keys of a few values, or the
-// first digit of floats of one sign and a few exponents) then mostly add to different words
-// of different banks.
-constexpr int select_count_copies = 8;
-
 // The lists a listing pass (and the write) append to, a warp's additions staged in shared
 // memory.
 constexpr int select_stage_slots = 128;
@@ -204,13 +273,119 @@ struct select_stages {
 
   __device__ warp_staged_list<select_candidate<K, Position>, select_stage_slots> candidate_list(
       const select_candidates<K, Position>& to, unsigned long long* length) {
-    return {to.list, length, &candidates[int(threadIdx.x / 32) * select_stage_slots]};
+    return {to.list, to.capacity, length, &candidates[int(threadIdx.x / 32) * select_stage_slots]};
   }
-  __device__ warp_staged_list<Position, select_stage_slots> taken_list(Position* to,
-                                                                       unsigned long long* length) {
-    return {to, length, &taken[int(threadIdx.x / 32) * select_stage_slots]};
+  __device__ warp_staged_list<Position, select_stage_slots> taken_list(
+      const select_list<Position>& to, unsigned long long* length) {
+    return {to.list, to.capacity, length, &taken[int(threadIdx.x / 32) * select_stage_slots]};
   }
 };
+
+// ---- The whole array: a sampled bound --------------------------------------------------------
+
+// Before any pass reads every key, a sample bounds the threshold. Of select_sample_items keys,
+// one from each of as many equal strides of the input (at a hashed place in its stride, so
+// that no period of the input lines up with the sample), take the `rank`-th smallest image,
+// `rank` a few past the sample's expected share of the k taken keys: the k-th key's image is
+// at or below it all but always, and about `rank` strides' worth of keys are. One read lists
+// those keys; where they are at least k and fit the list, the passes read only the list
+// (docs/patterns.md, "Top-k"). Where the input defeats the sample, the list is dropped and the
+// passes read the input as they would have.
+constexpr int select_sample_items_a_thread = 64;
+constexpr std::size_t select_sample_items =
+    std::size_t(select_threads) * select_sample_items_a_thread;
+
+// Sample key i's position, for n of at least select_sample_items keys.
+__host__ __device__ inline std::size_t select_sample_position(std::size_t i, std::size_t n) {
+  const std::size_t stride = n / select_sample_items;
+  const unsigned long long mixed = (static_cast<unsigned long long>(i) + 1) * 0x9E3779B97F4A7C15ull;
+  return i * stride + std::size_t(mixed >> 32) % stride;
+}
+
+// The sample's rank images to `images`, a thread a key: the scattered reads overlap across the
+// GPU (a block reading them all waited on them in turn).
+template <class K>
+__global__ void gather_sample_kernel(const K* keys, std::size_t n, bool descending,
+                                     rank_image_type<K>* images) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < select_sample_items)
+    images[i] = rank_image(load_item(keys + select_sample_position(i, n)), descending);
+}
+
+// The bound: the largest image that shares the digits of the sample's `rank`-th smallest
+// found before the sample keys sharing them are exactly those still needed (with every
+// digit found, its own image). Kept where at most `most` sample keys are at or below it;
+// more would foretell a list too long (keys of few values).
+template <class K, class Position>
+__global__ void __launch_bounds__(select_threads)
+    sample_bound_kernel(const rank_image_type<K>* sample, unsigned long long rank,
+                        unsigned long long most, radix_select_state<K, Position>* state) {
+  using image_type = rank_image_type<K>;
+  constexpr int image_bits = 8 * int(sizeof(image_type));
+  __shared__ select_digit_counts counts;
+  __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
+  __shared__ taken_rule<image_type> found;
+  __shared__ unsigned long long found_count;
+  image_type images[select_sample_items_a_thread];
+#pragma unroll
+  for (int j = 0; j < select_sample_items_a_thread; ++j)
+    images[j] = sample[j * select_threads + int(threadIdx.x)];
+
+  taken_rule<image_type> rule{image_type(0), image_bits, rank};
+  unsigned long long sharing = select_sample_items;
+  for (int shift = image_bits - select_digit_bits; shift >= 0 && sharing != rule.needed;
+       shift -= select_digit_bits) {
+    counts.clear();
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < select_sample_items_a_thread; ++j) {
+      if (rule.known_from == image_bits || rule.equal(images[j]))
+        counts.add(unsigned(images[j] >> shift) & (select_bins - 1));
+    }
+    __syncthreads();
+    sharing =
+        narrow_to_digit(counts.total(threadIdx.x), shift, rule, sum_storage, found, found_count);
+  }
+  if (threadIdx.x == 0) {
+    const image_type below_known =
+        rule.known_from == 0
+            ? image_type(0)
+            : image_type(image_type(~image_type(0)) >> (image_bits - rule.known_from));
+    state->bound = image_type(rule.threshold | below_known);
+    state->bounded = rank - rule.needed + sharing <= most;
+  }
+}
+
+// The read that lists the keys at or below the sampled bound. The last block to finish keeps
+// the list where it holds at least the k keys needed and fits it, else drops it.
+template <bool Aligned, class K, class Position>
+__global__ void __launch_bounds__(select_threads)
+    list_bounded_kernel(const K* keys, std::size_t n, bool descending,
+                        radix_select_state<K, Position>* state,
+                        select_candidates<K, Position> candidates) {
+  using image_type = rank_image_type<K>;
+  __shared__ select_stages<K, Position> stages;
+  if (!state->bounded) return;
+  const image_type bound = state->bound;
+  auto listed = stages.candidate_list(candidates, &state->listed);
+  visit_input<Aligned>(keys, n, descending,
+                       [&](const K& key, image_type image, std::size_t at, bool valid) {
+                         listed.add(valid && image <= bound, {key, Position(at)});
+                       });
+  listed.flush();
+  __syncthreads();  // the block's additions to the length made before its ticket
+  if (threadIdx.x == 0 && last_to_finish(&state->tickets, gridDim.x)) {
+    const unsigned long long count = load_published(&state->listed);
+    if (state->needed <= count && count <= candidates.capacity) {
+      state->source = select_source::listed;
+      state->sharing = count;
+    } else {
+      state->listed = 0;
+    }
+  }
+}
+
+// ---- The whole array: the digit passes -------------------------------------------------------
 
 // The pass of the digit at composite bit `shift`: the count of each of its values among the
 // keys sharing the found digits, added to the state's histogram; the last block to finish
@@ -221,9 +396,9 @@ template <bool Aligned, class K, class Position>
 __global__ void __launch_bounds__(select_threads)
     select_pass_kernel(const K* keys, std::size_t n, bool descending, int shift,
                        radix_select_state<K, Position>* state,
-                       select_candidates<K, Position> candidates, Position* taken) {
+                       select_candidates<K, Position> candidates, select_list<Position> taken) {
   using image_type = rank_image_type<K>;
-  __shared__ unsigned counts[select_bins * select_count_copies];
+  __shared__ select_digit_counts counts;
   __shared__ select_stages<K, Position> stages;
   __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
   __shared__ bool is_last;
@@ -231,17 +406,12 @@ __global__ void __launch_bounds__(select_threads)
   if (state->sharing == needed) return;
   const select_threshold<image_type, Position> threshold = state->threshold;
   const select_source source = state->source;
-  for (int c = int(threadIdx.x); c < select_bins * select_count_copies; c += select_threads)
-    counts[c] = 0;
+  counts.clear();
   __syncthreads();
 
   // Count the digit of every key sharing the found digits (and list, in a listing pass).
-  const unsigned my_copy_at =
-      unsigned(__cvta_generic_to_shared(counts)) + 4 * unsigned(lane_id() % select_count_copies);
   const auto count = [&](image_type image, Position position, bool shares) {
-    if (shares)
-      shared_add(my_copy_at + 4 * select_count_copies * threshold.digit(image, position, shift),
-                 1u);
+    if (shares) counts.add(threshold.digit(image, position, shift));
   };
   if (source == select_source::listed) {
     visit_listed(candidates, state->listed, descending,
@@ -267,10 +437,7 @@ __global__ void __launch_bounds__(select_threads)
     taken_list.flush();
   }
   __syncthreads();
-  unsigned digit_count = 0;
-#pragma unroll
-  for (int c = 0; c < select_count_copies; ++c)
-    digit_count += counts[int(threadIdx.x) * select_count_copies + c];
+  const unsigned digit_count = counts.total(threadIdx.x);
   if (digit_count != 0) atomicAdd(&state->histogram[threadIdx.x], digit_count);
   __syncthreads();  // every count added before the block's ticket
   if (threadIdx.x == 0) is_last = last_to_finish(&state->tickets, gridDim.x);
@@ -305,7 +472,7 @@ template <bool Aligned, class K, class Position>
 __global__ void __launch_bounds__(select_threads)
     write_selected_kernel(const K* keys, std::size_t n, bool descending,
                           radix_select_state<K, Position>* state,
-                          select_candidates<K, Position> candidates, Position* taken) {
+                          select_candidates<K, Position> candidates, select_list<Position> taken) {
   using image_type = rank_image_type<K>;
   __shared__ select_stages<K, Position> stages;
   const select_threshold<image_type, Position> threshold = state->threshold;
@@ -337,19 +504,6 @@ __global__ void gather_taken_kernel(const K* keys, const Position* positions, st
 }
 
 // ---- Batched: a block a row ------------------------------------------------------------------
-
-// Which keys are taken: those whose images are below the threshold's in the digits from bit
-// `known_from` up, and the first `needed` of those equal to it there.
-template <class Image>
-struct taken_rule {
-  Image threshold;
-  int known_from;
-  unsigned long long needed;
-
-  __device__ Image known(Image image) const { return Image(image >> known_from); }
-  __device__ bool below(Image image) const { return known(image) < known(threshold); }
-  __device__ bool equal(Image image) const { return known(image) == known(threshold); }
-};
 
 // Thread t's items of a tile are the select_items_a_thread from first + t * that: the order
 // of threads is the order of items.
@@ -454,18 +608,9 @@ __global__ void __launch_bounds__(select_threads)
         }
       }
       __syncthreads();
-      const unsigned long long count = counts[threadIdx.x];
-      const unsigned long long before = block_exclusive_sum<select_warps>(count, sum_storage);
-      if (before < rule.needed && rule.needed <= before + count) {  // one digit holds it
-        found = {image_type(rule.threshold | (image_type(threadIdx.x) << shift)), shift,
-                 rule.needed - before};
-        found_count = count;
-      }
-      __syncthreads();
-      rule = found;
-      const bool all_taken = found_count == rule.needed;
-      __syncthreads();  // counts, found and found_count read
-      if (all_taken) break;
+      if (narrow_to_digit(counts[threadIdx.x], shift, rule, sum_storage, found, found_count) ==
+          rule.needed)
+        break;  // every key sharing the digits found is taken
     }
     write_taken_tiles(keys, cols, 0, tiles, descending, rule, 0, 0, taken_keys + row * k,
                       taken_positions + row * k, sum_storage, tile_total);
@@ -544,17 +689,8 @@ __global__ void __launch_bounds__(select_threads)
       unsigned long long total = 0;
       for (unsigned b = 0; b < blocks; ++b)
         total += in_block(&counts[set][0], b)[threadIdx.x];
-      const unsigned long long before = block_exclusive_sum<select_warps>(total, sum_storage);
-      if (before < rule.needed && rule.needed <= before + total) {  // one digit holds it
-        found = {image_type(rule.threshold | (image_type(threadIdx.x) << shift)), shift,
-                 rule.needed - before};
-        found_count = total;
-      }
-      __syncthreads();
-      rule = found;
-      const bool all_taken = found_count == rule.needed;
-      __syncthreads();  // found and found_count read
-      if (all_taken) break;
+      if (narrow_to_digit(total, shift, rule, sum_storage, found, found_count) == rule.needed)
+        break;  // every key sharing the digits found is taken
     }
 
     // The run's taken keys, in input order after those of the runs before it.
