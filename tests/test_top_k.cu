@@ -181,6 +181,16 @@ TEST(top_k, keys_of_narrow_ranges_and_unaligned_keys) {
 // and two inputs that defeat the sample, planted at its positions: the largest keys all
 // there (fewer than k listed), and keys the sample does not see all at or below the bound
 // (a list that overflows). Both fall back to reading the input, with the same answer.
+// The sizes the test below takes are ones a sample serves (and 2^20 is not): without this,
+// a change to where the sample starts would leave that test passing on the passes alone.
+TEST(top_k, sample_serves_the_sampled_test) {
+  const std::size_t n = 4 * (std::size_t{1} << 20) + 7;
+  for (std::size_t k : {std::size_t{1}, std::size_t{1000}, std::size_t{30000}})
+    EXPECT_NE(ppat::detail::select_sample_plan::of(n, k).rank, 0u) << "k = " << k;
+  EXPECT_EQ(ppat::detail::select_sample_plan::of(std::size_t{1} << 20, 1000).rank, 0u);
+  EXPECT_EQ(ppat::detail::select_sample_plan::of(n, n / 4).rank, 0u);
+}
+
 TEST(top_k, sampled_bound_kept_and_defeated) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();

@@ -109,6 +109,12 @@ inline int position_bit_width(std::size_t n) {
   return bits;
 }
 
+// The most keys the candidate list holds: n / 16 (at least 65,536, at most n); for keys of
+// every bit pattern, the first digit leaves about n / 256 (docs/patterns.md, "Top-k").
+inline std::size_t select_list_capacity(std::size_t n) {
+  return std::min(n, std::max<std::size_t>(n / 16, std::size_t(1) << 16));
+}
+
 // Where a sample bounds the threshold (sort/radix_select.cuh): inputs of at least 256 keys a
 // sample key (2^22; at 2^20 the sample and the list's passes cost more than the reads they
 // save, docs/patterns.md, "Top-k"), and k small enough that the keys at or below the bound, about
@@ -119,20 +125,19 @@ struct select_sample_plan {
   unsigned long long rank = 0;  // 0: no sample
   unsigned long long most = 0;  // sample keys at or below the bound, at most
 
-  static select_sample_plan of(std::size_t n, std::size_t k, std::size_t capacity) {
+  static select_sample_plan of(std::size_t n, std::size_t k) {
     const std::size_t stride = n / select_sample_items;
     if (stride < 256) return {};
     const double expected = double(k) / double(stride);
     const double rank = std::ceil(expected + 4 * std::sqrt(expected) + 4);
-    const unsigned long long most = capacity / 2 / stride;
+    const unsigned long long most = select_list_capacity(n) / 2 / stride;
     if (rank > double(most)) return {};
     return {static_cast<unsigned long long>(rank), most};
   }
 };
 
 // The k of n keys (0 < k <= n) taken and sorted by the whole GPU, positions of Position
-// (which holds n - 1): a checked call. The candidate list holds up to n / 16 keys: for keys
-// of every bit pattern, the first digit leaves about n / 256 (docs/patterns.md, "Top-k").
+// (which holds n - 1): a checked call.
 template <class Position, class K, class Index>
 void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out,
                      order ord, const call_context& call) {
@@ -145,7 +150,7 @@ void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Ind
   const int position_bits =
       int(ceil_div(std::size_t(position_width), select_digit_bits)) * select_digit_bits;
   const int composite_bits = 8 * int(sizeof(rank_image_type<K>)) + position_bits;
-  const std::size_t capacity = std::min(n, std::max<std::size_t>(n / 16, std::size_t(1) << 16));
+  const std::size_t capacity = select_list_capacity(n);
   temporary_buffer<state_type> state(1, call);
   temporary_buffer<select_candidate<K, Position>> candidate_list(capacity, call);
   temporary_buffer<Position> taken(k, call);
@@ -162,7 +167,7 @@ void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Ind
                resident_blocks<select_pass_kernel<true, K, Position>>(select_threads, 0, call)));
   start_select_kernel<<<1, select_bins, 0, call.stream()>>>(state.data(), n, k, position_bits);
   check_launch(function, "start_select_kernel");
-  const select_sample_plan sample = select_sample_plan::of(n, k, capacity);
+  const select_sample_plan sample = select_sample_plan::of(n, k);
   if (sample.rank != 0) {
     temporary_buffer<rank_image_type<K>> sample_images(select_sample_items, call);
     gather_sample_kernel<<<unsigned(select_sample_items / 256), 256, 0, call.stream()>>>(
