@@ -19,12 +19,13 @@ template <class K>
 using pass_digit_counts = unsigned[most_passes<K>][radix];
 
 // Adds the digit of every pass that each of the keys [first, end) takes to `counts` (the
-// calling thread's copy of the block's counters): each thread holds `KeysPerThread` keys in
-// flight, those at first + j x Threads + its index, then counts them.
+// block's counters, every row zeroed, as digits_of_passes gives them): each thread holds
+// `KeysPerThread` keys in flight, those at first + j x Threads + its index, then counts
+// them, taking each key's image once for all passes.
 template <int Threads, int KeysPerThread, class K>
 __device__ __forceinline__ void count_pass_digits(const K* keys, std::size_t first, std::size_t end,
                                                   const radix_digit<K> (&digits)[most_passes<K>],
-                                                  int passes, pass_digit_counts<K>& counts) {
+                                                  pass_digit_counts<K>& counts) {
   K held[KeysPerThread];
 #pragma unroll
   for (int j = 0; j < KeysPerThread; ++j) {
@@ -34,33 +35,35 @@ __device__ __forceinline__ void count_pass_digits(const K* keys, std::size_t fir
 #pragma unroll
   for (int j = 0; j < KeysPerThread; ++j) {
     if (first + std::size_t(j) * Threads + threadIdx.x >= end) continue;
+    const auto image = digits[0].image_of(held[j]);
 #pragma unroll
     for (int p = 0; p < most_passes<K>; ++p)
-      if (p < passes) atomicAdd(&counts[p][digits[p](held[j])], 1u);
+      atomicAdd(&counts[p][digits[p].of_image(image)], 1u);
   }
 }
 
-// Adds the block's counts, summed over its `Copies` copies, to `totals` ([pass][digit]); a
-// barrier must come between the last count_pass_digits and this.
-template <int Threads, int Copies, int MostPasses, class Total>
-__device__ void add_digit_totals(const unsigned (&counts)[Copies][MostPasses][radix], int passes,
+// Adds the block's counts to `totals` ([pass][digit]); a barrier must come between the last
+// count_pass_digits and this.
+template <int Threads, int MostPasses, class Total>
+__device__ void add_digit_totals(const unsigned (&counts)[MostPasses][radix], int passes,
                                  Total* totals) {
   for (int i = int(threadIdx.x); i < passes * radix; i += Threads) {
-    unsigned total = 0;
-#pragma unroll
-    for (int c = 0; c < Copies; ++c)
-      total += (&counts[c][0][0])[i];
+    const unsigned total = (&counts[0][0])[i];
     if (total != 0) atomicAdd(&totals[i], Total(total));
   }
 }
 
-// The digits of every pass, for count_pass_digits.
+// The digits of every pass, for count_pass_digits; past the last pass, digits that are always
+// 0, so that the counting adds every key to every row of counts without a branch a row
+// (those rows' counts are never read).
 template <class K>
 __device__ void digits_of_passes(const radix_passes& passes, order ord, int end_bit,
                                  radix_digit<K> (&digits)[most_passes<K>]) {
 #pragma unroll
-  for (int p = 0; p < most_passes<K>; ++p)
-    if (p < passes.count) digits[p] = passes.digit<K>(p, ord, end_bit);
+  for (int p = 0; p < most_passes<K>; ++p) {
+    digits[p] = passes.digit<K>(p < passes.count ? p : 0, ord, end_bit);
+    if (p >= passes.count) digits[p].mask = 0;
+  }
 }
 
 }  // namespace ppat::detail

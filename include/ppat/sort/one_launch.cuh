@@ -66,13 +66,13 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   auto& storage = shared.tile;
   // Until the first tile is ranked, the warps' digit counters hold the tile's counts.
   static_assert(Shape::warps >= most_passes<K>, "every pass's counts fit the warps' counters");
-  auto& tile_counts = reinterpret_cast<pass_digit_counts<K>(&)[1]>(storage.rank.warp_digit_counts);
+  auto& tile_counts = reinterpret_cast<pass_digit_counts<K>&>(storage.rank.warp_digit_counts);
   const unsigned tile = blockIdx.x;
   const radix_passes passes = sort.passes;
 
   // The tile's digits, every pass's, added to the totals.
-  for (int i = int(threadIdx.x); i < passes.count * radix; i += Shape::threads)
-    (&tile_counts[0][0][0])[i] = 0;
+  for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += Shape::threads)
+    (&tile_counts[0][0])[i] = 0;
   __syncthreads();
   radix_digit<K> digits[most_passes<K>];
   digits_of_passes(passes, sort.ord, sort.end_bit, digits);
@@ -81,8 +81,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   const std::size_t first = std::size_t(tile) * Shape::tile_items;
   const std::size_t end = min(sort.n, first + Shape::tile_items);
   for (std::size_t keys_first = first; keys_first < end; keys_first += Shape::threads) {
-    count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, passes.count,
-                                         tile_counts[0]);
+    count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, tile_counts);
   }
   __syncthreads();
   add_digit_totals<Shape::threads>(tile_counts, passes.count, sort.counts);

@@ -42,11 +42,10 @@ using onesweep_tuning =
 template <class K, class V>
 using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>>;
 
-// Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 4
-// blocks an SM. Not measured against other shapes: the counting is bound by shared-memory
-// atomics (about an eighth of the sort under Nsight Compute; docs/patterns.md).
+// Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 8
+// blocks an SM (docs/patterns.md, "Radix sort", has the shapes measured).
 template <class K>
-struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4, 4> {
+struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 8, 8> {
   static constexpr int keys = digit_count_tuning::bytes_per_thread / int(sizeof(K));
 };
 
@@ -64,13 +63,15 @@ struct onesweep_scratch {
 
 // ---- Digit counts --------------------------------------------------------------------------
 
-// The counting kernel's shared memory: its counters, in 4 copies (by lane) so that equal
-// digits in a warp collide at most 8 ways, and what its last block needs to turn the totals
-// into digit starts.
+// The counting kernel's shared memory: its counters, one copy a block, and what its last
+// block needs to turn the totals into digit starts. Lanes adding to one counter cost no more
+// than lanes adding to counters in different banks; counters in one bank cost one access
+// each, so copies of a counter side by side in a bank (lane l adding to copy l % 4, as this
+// kernel did) made floats, whose high digits take few values, count at half speed
+// (docs/patterns.md, "Radix sort").
 template <class K>
 struct digit_count_storage {
-  static constexpr int copies = 4;
-  pass_digit_counts<K> counts[copies];
+  pass_digit_counts<K> counts;
   bool last_block;
   block_sum_storage<radix / 32, unsigned long long> digit_sums;
 };
@@ -83,11 +84,9 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
                         onesweep_scratch scratch) {
   constexpr int threads = Tuning::threads;
-  using storage_type = digit_count_storage<K>;
-  constexpr int copies = storage_type::copies;
-  __shared__ storage_type storage;
-  for (int i = int(threadIdx.x); i < copies * most_passes<K> * radix; i += threads)
-    (&storage.counts[0][0][0])[i] = 0;
+  __shared__ digit_count_storage<K> storage;
+  for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += threads)
+    (&storage.counts[0][0])[i] = 0;
   __syncthreads();
 
   radix_digit<K> digits[most_passes<K>];
@@ -95,8 +94,7 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
   const std::size_t chunk = std::size_t(threads) * Tuning::keys;
   for (std::size_t first = std::size_t(blockIdx.x) * chunk; first < n;
        first += std::size_t(gridDim.x) * chunk) {
-    count_pass_digits<threads, Tuning::keys>(keys, first, n, digits, passes.count,
-                                             storage.counts[threadIdx.x % copies]);
+    count_pass_digits<threads, Tuning::keys>(keys, first, n, digits, storage.counts);
   }
   __syncthreads();
   add_digit_totals<threads>(storage.counts, passes.count, scratch.counts);

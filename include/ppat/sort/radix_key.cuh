@@ -84,8 +84,14 @@ struct radix_digit {
   int shift;
   unsigned mask;  // 2^width - 1
 
-  __host__ __device__ unsigned operator()(const K& key) const {
-    return unsigned((radix_key<K>::image(key) ^ flip) >> shift) & mask;
+  __host__ __device__ unsigned operator()(const K& key) const { return of_image(image_of(key)); }
+  // The two halves, for a caller that takes several passes' digits from one key: the image
+  // as this order ranks it (every pass of a sort has the same), then this pass's bits of it.
+  __host__ __device__ image_type image_of(const K& key) const {
+    return image_type(radix_key<K>::image(key) ^ flip);
+  }
+  __host__ __device__ unsigned of_image(image_type image) const {
+    return unsigned(image >> shift) & mask;
   }
 };
 

@@ -375,6 +375,13 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// The chains' counting: the onesweep's shape at four blocks an SM, not eight, since its walk
+// over chains needs more registers than eight blocks leave (8-byte keys spilled 40 bytes).
+template <class K>
+struct chain_digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4, 4> {
+  static constexpr int keys = chain_digit_count_tuning::bytes_per_thread / int(sizeof(K));
+};
+
 // Every chain's digit counts of every pass ([chain][pass][digit]), from one read of its keys:
 // block b counts its share of the tiles, adding its counts to a chain's when it moves past
 // the chain's tiles.
@@ -383,12 +390,10 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     chain_digit_counts_kernel(const K* keys, segment_bins bins, const unsigned* tile_chains,
                               radix_passes passes, order ord, unsigned long long* counts) {
   constexpr int threads = Tuning::threads;
-  using storage_type = digit_count_storage<K>;
-  constexpr int copies = storage_type::copies;
-  __shared__ storage_type storage;
+  __shared__ digit_count_storage<K> storage;
   const auto clear_counts = [&] {
-    for (int i = int(threadIdx.x); i < copies * most_passes<K> * radix; i += threads)
-      (&storage.counts[0][0][0])[i] = 0;
+    for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += threads)
+      (&storage.counts[0][0])[i] = 0;
   };
   const auto add_counts_to = [&](unsigned chain) {
     __syncthreads();
@@ -417,8 +422,7 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
         chain.begin + std::size_t(t - chain.first_tile) * bins.chain_tile_items;
     const std::size_t to = min(from + bins.chain_tile_items, chain.begin + chain.length);
     for (std::size_t at = from; at < to; at += std::size_t(threads) * Tuning::keys) {
-      count_pass_digits<threads, Tuning::keys>(keys, at, to, digits, passes.count,
-                                               storage.counts[threadIdx.x % copies]);
+      count_pass_digits<threads, Tuning::keys>(keys, at, to, digits, storage.counts);
     }
   }
   if (counting != ~0u) add_counts_to(counting);
@@ -502,7 +506,7 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
   map_chain_tiles_kernel<K>
       <<<chain_blocks, 256, 0, call.stream()>>>(bins, tile_chains, counts.data(), passes.count);
   check_launch(call.function(), "map_chain_tiles_kernel");
-  using counting = digit_count_tuning<K>;
+  using counting = chain_digit_count_tuning<K>;
   chain_digit_counts_kernel<counting>
       <<<grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
          counting::threads, 0, call.stream()>>>(keys_in, bins, tile_chains, passes, ord,
