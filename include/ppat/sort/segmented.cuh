@@ -395,12 +395,15 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += threads)
       (&storage.counts[0][0])[i] = 0;
   };
+  // Every thread's additions are in before the counts are read, and every count is cleared
+  // before any thread adds the next chain's keys.
   const auto add_counts_to = [&](unsigned chain) {
     __syncthreads();
     add_digit_totals<threads>(storage.counts, passes.count,
                               counts + std::size_t(chain) * passes.count * radix);
     __syncthreads();
     clear_counts();
+    __syncthreads();
   };
   clear_counts();
   __syncthreads();
