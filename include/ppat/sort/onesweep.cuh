@@ -66,9 +66,9 @@ struct onesweep_scratch {
 // The counting kernel's shared memory: its counters, one copy a block, and what its last
 // block needs to turn the totals into digit starts. Lanes adding to one counter cost no more
 // than lanes adding to counters in different banks; counters in one bank cost one access
-// each, so copies of a counter side by side in a bank (lane l adding to copy l % 4, as this
-// kernel did) made floats, whose high digits take few values, count at half speed
-// (docs/patterns.md, "Radix sort").
+// each, so four copies of each counter 4 KB apart, all in one bank (lane l adding to copy
+// l % 4, as this kernel did), made floats, whose high digits take few values, count slower
+// than with one copy (docs/patterns.md, "Radix sort").
 template <class K>
 struct digit_count_storage {
   pass_digit_counts<K> counts;
