@@ -3,7 +3,8 @@
 // length calls for:
 //
 //   0 or 1 keys        nothing to sort: a lone key is copied (where the output is not the input)
-//   up to 256 keys     a group of 4 to 32 lanes a segment: a bitonic sort in registers
+//   up to 256 keys     a group of 2 to 32 lanes a segment, staged in shared memory: a
+//                      bitonic sort in registers
 //   up to one tile     one block a segment, every pass in shared memory (sort/one_tile.cuh's
 //                      block sort), in the three block sizes the whole-array sort has
 //   longer             the onesweep passes (sort/onesweep.cuh) over all such segments at
@@ -42,20 +43,18 @@ namespace ppat::detail {
 // The paths of segments that one group of lanes or one block sorts, shortest first: groups
 // of lanes (lanes x keys a lane) up to 256 keys, then blocks of 256 threads with 4, 8 and 16
 // keys each (the last at three blocks an SM for keys of up to 4 bytes; 8-byte keys would
-// spill) and the one-tile sort's 512 x 16. Fewer lanes
-// holding more keys each measured faster, up to 8 keys a lane: a compare within a lane costs
-// less than one across lanes; blocks too are fastest the smallest that hold the segment
-// (docs/patterns.md, "Segmented sorts").
+// spill) and the one-tile sort's 512 x 16. Fewer lanes holding more keys each measured
+// faster, up to 16 keys of up to 4 bytes a lane (8 of 8 bytes, whose words would otherwise
+// fill the registers): a compare within a lane costs less than one across lanes; blocks too
+// are fastest the smallest that hold the segment (docs/patterns.md, "Segmented sorts").
 constexpr int group_bins = 6;
 constexpr int short_bins = group_bins + 4;
-template <int Bin>
-constexpr int group_lanes = Bin == 0   ? 2
-                            : Bin <= 2 ? 4
-                            : Bin == 3 ? 8
-                            : Bin == 4 ? 16
-                                       : 32;
-template <int Bin>
-constexpr int group_items = Bin == 0 || Bin == 1 ? 4 : 8;
+template <class K, int Bin>
+constexpr int group_items = Bin <= 1                    ? 4
+                            : Bin == 2 || sizeof(K) > 4 ? 8
+                                                        : 16;
+template <class K, int Bin>
+constexpr int group_lanes = (8 << Bin) / group_items<K, Bin>;  // a bin holds 8 << Bin keys
 template <class K, class V, int Bin>
 using segment_block_shape = std::conditional_t<
     Bin == group_bins, one_tile_tiny_shape<K, V>,
@@ -67,7 +66,7 @@ using segment_block_shape = std::conditional_t<
 template <class K, class V, int Bin>
 constexpr unsigned short_bin_capacity = [] {
   if constexpr (Bin < group_bins) {
-    return unsigned(group_lanes<Bin> * group_items<Bin>);
+    return unsigned(group_lanes<K, Bin> * group_items<K, Bin>);
   } else {
     return unsigned(segment_block_shape<K, V, Bin>::tile_items);
   }
@@ -214,8 +213,11 @@ struct group_sort_word<K, true> {
   }
 };
 
-// Bitonic sort of a group's Lanes x Items words, item e at slot e / Lanes of lane e % Lanes:
-// partners less than Lanes apart swap through shuffles, farther ones within a lane.
+// Bitonic sort of a group's Lanes x Items words, lane l holding items l * Items to
+// l * Items + Items - 1: partners fewer than Items apart compare within a lane, farther ones
+// through shuffles. So the merges up to Items keys shuffle nothing, and each later merge
+// shuffles only in its first log2(Lanes) steps (with items striped across the lanes, all
+// but the last log2(Items) steps of every merge shuffled; docs/patterns.md has both timed).
 template <int Lanes, int Items, class Word>
 __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigned lane) {
   constexpr int items = Lanes * Items;
@@ -225,17 +227,18 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
     for (int j = k / 2; j > 0; j /= 2) {
 #pragma unroll
       for (int s = 0; s < Items; ++s) {
-        const bool ascending = ((unsigned(s * Lanes) + lane) & unsigned(k)) == 0;
-        if (j >= Lanes) {
-          const int partner = s ^ (j / Lanes);
+        const bool ascending = ((lane * unsigned(Items) + unsigned(s)) & unsigned(k)) == 0;
+        if (j < Items) {
+          const int partner = s ^ j;
           if (partner > s && (words[partner] < words[s]) == ascending) {
             const Word low = words[partner];
             words[partner] = words[s];
             words[s] = low;
           }
         } else {
-          const Word other = words[s].from_lane_xor(j);
-          const bool lower = (lane & unsigned(j)) == 0;
+          const int lanes_apart = j / Items;
+          const Word other = words[s].from_lane_xor(lanes_apart);
+          const bool lower = (lane & unsigned(lanes_apart)) == 0;
           if (lower == ascending ? other < words[s] : words[s] < other) words[s] = other;
         }
       }
@@ -243,59 +246,83 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
   }
 }
 
-// Each group of Lanes lanes sorts segments of up to Lanes x Items keys: the words sorted,
-// then each output place takes the key (and value) at the position its word holds, gathered
-// from the input (an image does not give back a NaN's bits). All the group's gathers come
-// before its stores, which keeps a sort in place right.
+// A group's segment in shared memory: its keys and values as read (in input order, so that
+// the reads coalesce), then the positions its sorted words hold, by which the output places
+// take their key and value, again in input order. A slot of padding every 32 puts the keys a
+// lane reads, Items apart, in distinct banks.
+template <class K, class V, int Items>
+struct group_staging {
+  static constexpr int slots = Items + Items / 32;
+  static __device__ unsigned slot(unsigned item) { return item + item / 32; }
+  K keys[slots];
+  value_or_char<V> values[has_values_of<V> ? slots : 1];
+  unsigned short positions[Items];
+};
+constexpr int group_sort_threads = 256;
+
+// Each group of Lanes lanes sorts segments of up to Lanes x Items keys: the segment staged
+// in shared memory, each lane's Items keys made words and sorted, then every output place
+// takes the key (and value) at the position its word holds (an image does not give back a
+// NaN's bits). The whole segment is read before any of it is written, which keeps a sort in
+// place right.
 template <int Lanes, int Items, class Segments, class K, class V>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(group_sort_threads)
     segment_group_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                               Segments segments, const std::size_t* listed,
                               const unsigned long long* listed_count, order ord) {
   using image_type = typename radix_key<K>::image_type;
   using word_type = group_sort_word<K>;
+  using staging = group_staging<K, V, Lanes * Items>;
   constexpr int groups_per_warp = 32 / Lanes;
+  constexpr int warps_per_block = group_sort_threads / 32;
+  staging& staged =
+      dynamic_shared_storage<staging[group_sort_threads / Lanes]>()[threadIdx.x / Lanes];
   const image_type flip = ord == order::descending ? image_type(~image_type(0)) : image_type(0);
   const unsigned lane = threadIdx.x % Lanes;
   const std::size_t count = listed == nullptr ? segments.count : std::size_t(*listed_count);
-  const std::size_t warp = std::size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const std::size_t warps = std::size_t(gridDim.x) * (blockDim.x / 32);
+  const std::size_t warp = std::size_t(blockIdx.x) * warps_per_block + threadIdx.x / 32;
+  const std::size_t warps = std::size_t(gridDim.x) * warps_per_block;
   for (std::size_t first = warp * groups_per_warp; first < count;
        first += warps * groups_per_warp) {
     const std::size_t s = first + threadIdx.x % 32 / Lanes;
     const segment_range segment =
         s < count ? segments(listed == nullptr ? s : listed[s]) : segment_range{0, 0};
     const unsigned length = unsigned(segment.length);
-    const K* const keys = keys_in + segment.begin;
-    word_type words[Items];
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const unsigned e = unsigned(i * Lanes) + lane;
+      if (e < length) {
+        staged.keys[staging::slot(e)] = keys_in[segment.begin + e];
+        if constexpr (has_values_of<V>)
+          staged.values[staging::slot(e)] = values_in[segment.begin + e];
+      }
+    }
+    __syncwarp();
+    word_type words[Items];
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      const unsigned e = lane * unsigned(Items) + unsigned(i);
       // past the end: the largest image, after every key by position
       const image_type image =
-          e < length ? image_type(radix_key<K>::image(keys[e]) ^ flip) : image_type(~image_type(0));
+          e < length ? image_type(radix_key<K>::image(staged.keys[staging::slot(e)]) ^ flip)
+                     : image_type(~image_type(0));
       words[i] = word_type(image, e);
     }
     bitonic_sort_group<Lanes, Items>(words, lane);
-    K sorted_keys[Items];
-    value_or_char<V> sorted_values[Items];
 #pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      if (unsigned(i * Lanes) + lane < length) {
-        sorted_keys[i] = keys[words[i].position()];
-        if constexpr (has_values_of<V>)
-          sorted_values[i] = values_in[segment.begin + words[i].position()];
-      }
-    }
+    for (int i = 0; i < Items; ++i)
+      staged.positions[lane * unsigned(Items) + unsigned(i)] = (unsigned short)words[i].position();
     __syncwarp();
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const unsigned e = unsigned(i * Lanes) + lane;
       if (e < length) {
-        keys_out[segment.begin + e] = sorted_keys[i];
-        if constexpr (has_values_of<V>) values_out[segment.begin + e] = sorted_values[i];
+        const unsigned from = staging::slot(staged.positions[e]);
+        keys_out[segment.begin + e] = staged.keys[from];
+        if constexpr (has_values_of<V>) values_out[segment.begin + e] = staged.values[from];
       }
     }
+    __syncwarp();  // before the next segments are staged
   }
 }
 
@@ -332,13 +359,19 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
                          const unsigned long long* listed_count, std::size_t most_segments,
                          order ord, const call_context& call) {
   if constexpr (Bin < group_bins) {
-    constexpr auto kernel =
-        segment_group_sort_kernel<group_lanes<Bin>, group_items<Bin>, Segments, K, V>;
-    constexpr std::size_t groups_per_block = 256 / group_lanes<Bin>;
+    constexpr int lanes = group_lanes<K, Bin>;
+    constexpr int items = group_items<K, Bin>;
+    constexpr auto kernel = segment_group_sort_kernel<lanes, items, Segments, K, V>;
+    constexpr std::size_t groups_per_block = group_sort_threads / lanes;
+    constexpr std::size_t shared_bytes =
+        groups_per_block * sizeof(group_staging<K, V, lanes * items>);
+    allow_dynamic_shared_bytes(kernel, shared_bytes, call);
     const std::size_t blocks =
-        std::min(ceil_div(most_segments, groups_per_block), resident_blocks<kernel>(256, 0, call));
-    kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), 256, 0, call.stream()>>>(
-        keys_in, keys_out, values_in, values_out, segments, listed, listed_count, ord);
+        std::min(ceil_div(most_segments, groups_per_block),
+                 resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
+    kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), group_sort_threads, shared_bytes,
+             call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, listed,
+                              listed_count, ord);
     check_launch(call.function(), "segment_group_sort_kernel");
   } else {
     using shape = segment_block_shape<K, V, Bin>;
