@@ -181,20 +181,12 @@ TEST(top_k, keys_of_narrow_ranges_and_unaligned_keys) {
 // and two inputs that defeat the sample, planted at its positions: the largest keys all
 // there (fewer than k listed), and keys the sample does not see all at or below the bound
 // (a list that overflows). Both fall back to reading the input, with the same answer.
-// The sizes the test below takes are ones a sample serves (and 2^20 is not): without this,
-// a change to where the sample starts would leave that test passing on the passes alone.
-TEST(top_k, sample_serves_the_sampled_test) {
-  const std::size_t n = 4 * (std::size_t{1} << 20) + 7;
-  for (std::size_t k : {std::size_t{1}, std::size_t{1000}, std::size_t{30000}})
-    EXPECT_NE(ppat::detail::select_sample_plan::of(n, k).rank, 0u) << "k = " << k;
-  EXPECT_EQ(ppat::detail::select_sample_plan::of(std::size_t{1} << 20, 1000).rank, 0u);
-  EXPECT_EQ(ppat::detail::select_sample_plan::of(n, n / 4).rank, 0u);
-}
-
+const std::size_t sampled_test_keys = 4 * (std::size_t{1} << 20) + 7;
+const std::size_t sampled_test_ks[] = {1, 1000, 30000};
 TEST(top_k, sampled_bound_kept_and_defeated) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
-  const std::size_t n = 4 * (std::size_t{1} << 20) + 7;
+  const std::size_t n = sampled_test_keys;
   if (ppat_test::over_item_budget(n)) return;
   for (bool few : {false, true}) {
     SCOPED_TRACE(few ? "few distinct keys" : "keys of every bit pattern");
@@ -202,7 +194,7 @@ TEST(top_k, sampled_bound_kept_and_defeated) {
     for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
       const auto order =
           ppat_reference::sorted_positions(keys, /*descending=*/ord == ppat::order::descending);
-      for (std::size_t k : {std::size_t{1}, std::size_t{1000}, std::size_t{30000}})
+      for (std::size_t k : sampled_test_ks)
         expect_top_k<float, std::int64_t>(keys, k, ord, order);
     }
   }
@@ -224,6 +216,16 @@ TEST(top_k, sampled_bound_kept_and_defeated) {
         i < 30 ? 1000000 + 100 + std::uint32_t(i) : std::uint32_t(i % 1000);
   }
   expect_top_k<std::uint32_t, std::int64_t>(unseen_listed, 1000, ppat::order::descending);
+}
+
+// The sizes the test above takes are ones a sample serves (and 2^20 is not): without this,
+// a change to where the sample starts would leave that test passing on the passes alone.
+TEST(top_k, sample_serves_the_sampled_test) {
+  for (std::size_t k : sampled_test_ks)
+    EXPECT_NE(ppat::detail::select_sample_plan::of(sampled_test_keys, k).rank, 0u) << "k = " << k;
+  EXPECT_EQ(ppat::detail::select_sample_plan::of(std::size_t{1} << 20, 1000).rank, 0u);
+  EXPECT_EQ(ppat::detail::select_sample_plan::of(sampled_test_keys, sampled_test_keys / 4).rank,
+            0u);
 }
 
 // More than 2^32 keys, so positions take 64 bits: u8 keys below 250 but for 300 of 255 and
