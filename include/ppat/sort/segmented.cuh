@@ -501,26 +501,34 @@ struct chained_tiles {
   int passes;
 };
 
+// Each block takes tiles by ticket until the chains' tiles run out: the grid is what fits on
+// the GPU at once, not the most tiles the chains could have, so a pass over few chains (or
+// none) costs a wave of blocks rather than one a possible tile. A tile's look-back waits only
+// on tiles taken before it, by blocks already running. The counter is zeroed before every
+// pass and names no last ticket (take_ticket's reset would hand out tiles twice here).
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     chained_onesweep_kernel(onesweep_pass<K, V> pass, chained_tiles tiles) {
   auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
-  if (threadIdx.x == 0) storage.tile = take_ticket(pass.tile_counter, pass.tiles);
-  clear_tile_storage(storage);  // while thread 0 waits for its tile
-  __syncthreads();
-  const unsigned tile = storage.tile;
-  if (tile >= unsigned(*tiles.chains_and_tiles)) return;
-  const unsigned c = tiles.tile_chains[tile];
-  const segment_chain chain = tiles.chains[c];
-  const unsigned done = (tile - chain.first_tile) * unsigned(Shape::tile_items);
-  const pass_tile place{tile, chain.first_tile, chain.begin + done,
-                        min(chain.length - done, unsigned(Shape::tile_items)),
-                        tiles.starts + std::size_t(c) * tiles.passes * radix};
-  sort_tile_at<Shape, false>(pass, place, storage);
+  const unsigned chain_tiles = unsigned(*tiles.chains_and_tiles);
+  for (;;) {
+    if (threadIdx.x == 0) storage.tile = atomicAdd(pass.tile_counter, 1u);
+    clear_tile_storage(storage);  // while thread 0 waits for its tile
+    __syncthreads();
+    const unsigned tile = storage.tile;
+    if (tile >= chain_tiles) return;
+    const unsigned c = tiles.tile_chains[tile];
+    const segment_chain chain = tiles.chains[c];
+    const unsigned done = (tile - chain.first_tile) * unsigned(Shape::tile_items);
+    const pass_tile place{tile, chain.first_tile, chain.begin + done,
+                          min(chain.length - done, unsigned(Shape::tile_items)),
+                          tiles.starts + std::size_t(c) * tiles.passes * radix};
+    sort_tile_at<Shape, false>(pass, place, storage);  // ends with a barrier
+  }
 }
 
 // The chains' passes: counts, starts, then one onesweep launch a pass over every chain's
-// tiles, the tiles past the count doing nothing.
+// tiles.
 template <class K, class V>
 void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                          std::size_t n, const segment_bins& bins, std::size_t most_chains,
@@ -553,8 +561,11 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
   check_launch(call.function(), "chain_digit_starts_kernel");
 
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  constexpr auto pass_kernel = chained_onesweep_kernel<shape, K, V>;
   constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
-  allow_dynamic_shared_bytes(chained_onesweep_kernel<shape, K, V>, shared_bytes, call);
+  allow_dynamic_shared_bytes(pass_kernel, shared_bytes, call);
+  const unsigned pass_blocks = unsigned(
+      std::min(most_tiles, resident_blocks<pass_kernel>(shape::threads, shared_bytes, call)));
   const int end_bit = 8 * int(sizeof(K));
   for (int pass = 0; pass < passes.count; ++pass) {
     call.check(
@@ -573,8 +584,7 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
                                      nullptr};
     const chained_tiles tiles{bins.chains, tile_chains, bins.chains_and_tiles,
                               counts.data() + std::size_t(pass) * radix, passes.count};
-    chained_onesweep_kernel<shape>
-        <<<unsigned(most_tiles), shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
+    pass_kernel<<<pass_blocks, shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
     check_launch(call.function(), "chained_onesweep_kernel");
   }
   buffers.release();
