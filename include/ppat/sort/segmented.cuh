@@ -390,19 +390,24 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
 
 // ---- Chains of tiles ---------------------------------------------------------------------------
 
-// Block c: chain c's tiles marked as its own, and its digit counts zeroed. (The kernels of a
-// header-only library are templates, one definition in every translation unit: this one and
-// the digit starts' on the key type they serve.)
+// Block c: chain c's tiles marked as its own, their published counts of the first pass
+// zeroed, and the chain's digit counts zeroed; block 0 zeroes every pass's ticket counter.
+// (The kernels of a header-only library are templates, one definition in every translation
+// unit: this one and the digit starts' on the key type they serve.)
 template <class K>
 __global__ void __launch_bounds__(256)
-    map_chain_tiles_kernel(segment_bins bins, unsigned* tile_chains, unsigned long long* counts,
-                           int passes) {
+    map_chain_tiles_kernel(segment_bins bins, unsigned* tile_chains, unsigned* first_published,
+                           unsigned* tile_counters, unsigned long long* counts, int passes) {
+  if (blockIdx.x == 0 && int(threadIdx.x) < passes) tile_counters[threadIdx.x] = 0;
   const unsigned chains = chain_count(bins);
   for (unsigned c = blockIdx.x; c < chains; c += gridDim.x) {
     const segment_chain chain = bins.chains[c];
     const unsigned tiles = unsigned(ceil_div(chain.length, bins.chain_tile_items));
     for (unsigned t = threadIdx.x; t < tiles; t += blockDim.x)
       tile_chains[chain.first_tile + t] = c;
+    unsigned* const published = first_published + std::size_t(chain.first_tile) * radix;
+    for (unsigned i = threadIdx.x; i < tiles * radix; i += blockDim.x)
+      published[i] = 0;
     for (int i = int(threadIdx.x); i < passes * radix; i += int(blockDim.x))
       counts[std::size_t(c) * passes * radix + unsigned(i)] = 0;
   }
@@ -499,13 +504,17 @@ struct chained_tiles {
   const unsigned long long* chains_and_tiles;
   const unsigned long long* starts;  // [chain][pass][digit], from this pass's
   int passes;
+  unsigned* next_published;  // the next pass's published counts, or null after the last
 };
 
 // Each block takes tiles by ticket until the chains' tiles run out: the grid is what fits on
 // the GPU at once, not the most tiles the chains could have, so a pass over few chains (or
 // none) costs a wave of blocks rather than one a possible tile. A tile's look-back waits only
-// on tiles taken before it, by blocks already running. The counter is zeroed before every
-// pass and names no last ticket (take_ticket's reset would hand out tiles twice here).
+// on tiles taken before it, by blocks already running. Each pass has a ticket counter of its
+// own, which names no last ticket (take_ticket's reset would hand out tiles twice here).
+// Passes take turns between two arrays of published counts, and each tile zeroes its own
+// counts in the array the next pass reads, which the pass before this one has finished with:
+// only the chains' tiles are zeroed, with no memset between passes.
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     chained_onesweep_kernel(onesweep_pass<K, V> pass, chained_tiles tiles) {
@@ -517,6 +526,8 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     __syncthreads();
     const unsigned tile = storage.tile;
     if (tile >= chain_tiles) return;
+    if (tiles.next_published != nullptr && threadIdx.x < radix)
+      tiles.next_published[std::size_t(tile) * radix + threadIdx.x] = 0;
     const unsigned c = tiles.tile_chains[tile];
     const segment_chain chain = tiles.chains[c];
     const unsigned done = (tile - chain.first_tile) * unsigned(Shape::tile_items);
@@ -538,17 +549,17 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
   const std::size_t counts_items = most_chains * std::size_t(passes.count) * radix;
   const std::size_t published_items = most_tiles * radix;
   temporary_buffer<unsigned long long> counts(counts_items, call);
-  // The ticket counter and the published counts, zeroed before every pass; then each tile's
-  // chain.
-  temporary_buffer<unsigned> tile_words(1 + published_items + most_tiles, call);
-  unsigned* const tile_counter = tile_words.data();
-  unsigned* const published = tile_counter + 1;
-  unsigned* const tile_chains = published + published_items;
+  // A ticket counter a pass, two arrays of published counts, then each tile's chain.
+  temporary_buffer<unsigned> tile_words(most_passes<K> + 2 * published_items + most_tiles, call);
+  unsigned* const tile_counters = tile_words.data();
+  unsigned* const published[2] = {tile_counters + most_passes<K>,
+                                  tile_counters + most_passes<K> + published_items};
+  unsigned* const tile_chains = published[1] + published_items;
 
   const unsigned chain_blocks =
       unsigned(std::min<std::size_t>(most_chains, 8 * call.limits().sm_count));
-  map_chain_tiles_kernel<K>
-      <<<chain_blocks, 256, 0, call.stream()>>>(bins, tile_chains, counts.data(), passes.count);
+  map_chain_tiles_kernel<K><<<chain_blocks, 256, 0, call.stream()>>>(
+      bins, tile_chains, published[0], tile_counters, counts.data(), passes.count);
   check_launch(call.function(), "map_chain_tiles_kernel");
   using counting = chain_digit_count_tuning<K>;
   chain_digit_counts_kernel<counting>
@@ -568,9 +579,6 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
       std::min(most_tiles, resident_blocks<pass_kernel>(shape::threads, shared_bytes, call)));
   const int end_bit = 8 * int(sizeof(K));
   for (int pass = 0; pass < passes.count; ++pass) {
-    call.check(
-        cudaMemsetAsync(tile_counter, 0, (1 + published_items) * sizeof(unsigned), call.stream()),
-        "cudaMemsetAsync");
     const onesweep_pass<K, V> launch{buffers.keys_from(pass),
                                      buffers.keys_to(pass),
                                      buffers.values_from(pass),
@@ -578,12 +586,14 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
                                      0,
                                      unsigned(most_tiles),
                                      passes.digit<K>(pass, ord, end_bit),
-                                     tile_counter,
-                                     published,
+                                     tile_counters + pass,
+                                     published[pass % 2],
                                      nullptr,
                                      nullptr};
-    const chained_tiles tiles{bins.chains, tile_chains, bins.chains_and_tiles,
-                              counts.data() + std::size_t(pass) * radix, passes.count};
+    const chained_tiles tiles{
+        bins.chains,           tile_chains,
+        bins.chains_and_tiles, counts.data() + std::size_t(pass) * radix,
+        passes.count,          pass + 1 < passes.count ? published[(pass + 1) % 2] : nullptr};
     pass_kernel<<<pass_blocks, shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
     check_launch(call.function(), "chained_onesweep_kernel");
   }
