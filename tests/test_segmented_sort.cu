@@ -298,6 +298,9 @@ TEST(segmented_sort, rows_of_a_matrix) {
     }
   }
   rows_sorted<std::uint8_t, wide>(40, 6000, ppat::order::ascending);
+  // The merge sorts' groups (33 to 256 keys) with the largest values they stage.
+  for (std::size_t cols : {40, 100, 250})
+    rows_sorted<std::uint8_t, wide>(300, cols, ppat::order::descending);
 }
 
 // Rows longer than a block sorts, so many that each block of the chains' digit counting

@@ -4,7 +4,8 @@
 //
 //   0 or 1 keys        nothing to sort: a lone key is copied (where the output is not the input)
 //   up to 256 keys     a group of 2 to 32 lanes a segment, staged in shared memory: a
-//                      bitonic sort in registers
+//                      bitonic sort in registers up to 32 keys, then (keys of up to 4
+//                      bytes) a merge sort of the lanes' sorted runs
 //   up to one tile     one block a segment, every pass in shared memory (sort/one_tile.cuh's
 //                      block sort), in the three block sizes the whole-array sort has
 //   longer             the onesweep passes (sort/onesweep.cuh) over all such segments at
@@ -45,14 +46,18 @@ namespace ppat::detail {
 // keys each (the last at three blocks an SM for keys of up to 4 bytes; 8-byte keys would
 // spill) and the one-tile sort's 512 x 16. Fewer lanes holding more keys each measured
 // faster, up to 16 keys of up to 4 bytes a lane (8 of 8 bytes, whose words would otherwise
-// fill the registers): a compare within a lane costs less than one across lanes; blocks too
-// are fastest the smallest that hold the segment (docs/patterns.md, "Segmented sorts").
+// fill the registers): a compare within a lane costs less than one across lanes. From 33
+// keys of up to 4 bytes, a merge sort of the lanes' runs beat the bitonic network (4 x 16,
+// 8 x 16, and 32 x 8 up to 256 keys); blocks too are fastest the smallest that hold the
+// segment (docs/patterns.md, "Segmented sorts").
 constexpr int group_bins = 6;
 constexpr int short_bins = group_bins + 4;
 template <class K, int Bin>
-constexpr int group_items = Bin <= 1                    ? 4
-                            : Bin == 2 || sizeof(K) > 4 ? 8
-                                                        : 16;
+constexpr bool group_merges = Bin >= 3 && sizeof(K) <= 4;
+template <class K, int Bin>
+constexpr int group_items = Bin <= 1                                ? 4
+                            : Bin == 2 || sizeof(K) > 4 || Bin == 5 ? 8
+                                                                    : 16;
 template <class K, int Bin>
 constexpr int group_lanes = (8 << Bin) / group_items<K, Bin>;  // a bin holds 8 << Bin keys
 template <class K, class V, int Bin>
@@ -246,33 +251,104 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
   }
 }
 
+// Stable merge sort of a group's Lanes x Items keys by image alone, lane l holding items
+// l * Items to l * Items + Items - 1 (`images`, with the `positions` they came from): each
+// lane sorts its own by odd-even transposition, then runs of Items, 2 x Items, ... are merged
+// in pairs through shared memory (`merged_images`, `merged_positions`), each lane finding
+// where its Items outputs start on the merge path and taking them one at a time, the left
+// run's first where keys are equal. Keys compare as they are, without their positions, and a
+// merge takes about half the compares of the bitonic network at 128 keys
+// (docs/patterns.md, "Segmented sorts").
+template <int Lanes, int Items, class Image>
+__device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
+                                                 unsigned short (&positions)[Items],
+                                                 Image* merged_images,
+                                                 unsigned short* merged_positions, unsigned lane) {
+#pragma unroll
+  for (int pass = 0; pass < Items; ++pass) {
+#pragma unroll
+    for (int i = pass % 2; i + 1 < Items; i += 2) {
+      if (images[i + 1] < images[i]) {
+        const Image image = images[i];
+        images[i] = images[i + 1];
+        images[i + 1] = image;
+        const unsigned short position = positions[i];
+        positions[i] = positions[i + 1];
+        positions[i + 1] = position;
+      }
+    }
+  }
+#pragma unroll
+  for (int run_lanes = 1; run_lanes < Lanes; run_lanes *= 2) {
+    constexpr unsigned items = unsigned(Items);
+    const unsigned run = unsigned(run_lanes) * items;  // keys a run
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      merged_images[lane * items + unsigned(i)] = images[i];
+      merged_positions[lane * items + unsigned(i)] = positions[i];
+    }
+    __syncwarp();
+    const unsigned left = (lane & ~unsigned(2 * run_lanes - 1)) * items;
+    const Image* const a = merged_images + left;
+    const Image* const b = a + run;
+    const unsigned diagonal = (lane & unsigned(2 * run_lanes - 1)) * items;
+    // The merge path: the fewest keys of `a` among the first `diagonal` outputs.
+    unsigned low = diagonal > run ? diagonal - run : 0;
+    unsigned high = min(diagonal, run);
+    while (low < high) {
+      const unsigned middle = (low + high) / 2;
+      if (b[diagonal - 1 - middle] < a[middle]) {
+        high = middle;
+      } else {
+        low = middle + 1;
+      }
+    }
+    unsigned from_a = low;
+    unsigned from_b = diagonal - low;
+    Image next_a = a[min(from_a, run - 1)];
+    Image next_b = b[min(from_b, run - 1)];
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      const bool take_a = from_a < run && (from_b >= run || !(next_b < next_a));
+      images[i] = take_a ? next_a : next_b;
+      positions[i] = merged_positions[left + (take_a ? from_a : run + from_b)];
+      if (take_a) {
+        next_a = a[min(++from_a, run - 1)];
+      } else {
+        next_b = b[min(++from_b, run - 1)];
+      }
+    }
+    __syncwarp();  // every lane's reads before the next run's writes
+  }
+}
+
 // A group's segment in shared memory: its keys and values as read (in input order, so that
 // the reads coalesce), then the positions its sorted words hold, by which the output places
 // take their key and value, again in input order. A slot of padding every 32 puts the keys a
 // lane reads, Items apart, in distinct banks.
-template <class K, class V, int Items>
+template <class K, class V, int Items, bool Merge>
 struct group_staging {
   static constexpr int slots = Items + Items / 32;
   static __device__ unsigned slot(unsigned item) { return item + item / 32; }
   K keys[slots];
   value_or_char<V> values[has_values_of<V> ? slots : 1];
+  typename radix_key<K>::image_type merged_images[Merge ? Items : 1];
   unsigned short positions[Items];
 };
 constexpr int group_sort_threads = 256;
 
 // Each group of Lanes lanes sorts segments of up to Lanes x Items keys: the segment staged
-// in shared memory, each lane's Items keys made words and sorted, then every output place
-// takes the key (and value) at the position its word holds (an image does not give back a
-// NaN's bits). The whole segment is read before any of it is written, which keeps a sort in
-// place right.
-template <int Lanes, int Items, class Segments, class K, class V>
+// in shared memory, each lane's Items keys sorted with their positions (by the bitonic
+// network, or where Merge by the merge sort), then every output place takes the key (and
+// value) at the position its sorted item holds (an image does not give back a NaN's bits).
+// The whole segment is read before any of it is written, which keeps a sort in place right.
+template <int Lanes, int Items, bool Merge, class Segments, class K, class V>
 __global__ void __launch_bounds__(group_sort_threads)
     segment_group_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                               Segments segments, const std::size_t* listed,
                               const unsigned long long* listed_count, order ord) {
   using image_type = typename radix_key<K>::image_type;
-  using word_type = group_sort_word<K>;
-  using staging = group_staging<K, V, Lanes * Items>;
+  using staging = group_staging<K, V, Lanes * Items, Merge>;
   constexpr int groups_per_warp = 32 / Lanes;
   constexpr int warps_per_block = group_sort_threads / 32;
   staging& staged =
@@ -298,20 +374,38 @@ __global__ void __launch_bounds__(group_sort_threads)
       }
     }
     __syncwarp();
-    word_type words[Items];
+    // Past the end: the largest image, after every key by position.
+    const auto image_at = [&](unsigned e) {
+      return e < length ? image_type(radix_key<K>::image(staged.keys[staging::slot(e)]) ^ flip)
+                        : image_type(~image_type(0));
+    };
+    if constexpr (Merge) {
+      image_type images[Items];
+      unsigned short positions[Items];
 #pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      const unsigned e = lane * unsigned(Items) + unsigned(i);
-      // past the end: the largest image, after every key by position
-      const image_type image =
-          e < length ? image_type(radix_key<K>::image(staged.keys[staging::slot(e)]) ^ flip)
-                     : image_type(~image_type(0));
-      words[i] = word_type(image, e);
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = lane * unsigned(Items) + unsigned(i);
+        images[i] = image_at(e);
+        positions[i] = (unsigned short)e;
+      }
+      merge_sort_group<Lanes, Items>(images, positions, staged.merged_images, staged.positions,
+                                     lane);
+#pragma unroll
+      for (int i = 0; i < Items; ++i)
+        staged.positions[lane * unsigned(Items) + unsigned(i)] = positions[i];
+    } else {
+      group_sort_word<K> words[Items];
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = lane * unsigned(Items) + unsigned(i);
+        words[i] = group_sort_word<K>(image_at(e), e);
+      }
+      bitonic_sort_group<Lanes, Items>(words, lane);
+#pragma unroll
+      for (int i = 0; i < Items; ++i)
+        staged.positions[lane * unsigned(Items) + unsigned(i)] =
+            (unsigned short)words[i].position();
     }
-    bitonic_sort_group<Lanes, Items>(words, lane);
-#pragma unroll
-    for (int i = 0; i < Items; ++i)
-      staged.positions[lane * unsigned(Items) + unsigned(i)] = (unsigned short)words[i].position();
     __syncwarp();
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
@@ -361,10 +455,11 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
   if constexpr (Bin < group_bins) {
     constexpr int lanes = group_lanes<K, Bin>;
     constexpr int items = group_items<K, Bin>;
-    constexpr auto kernel = segment_group_sort_kernel<lanes, items, Segments, K, V>;
+    constexpr bool merge = group_merges<K, Bin>;
+    constexpr auto kernel = segment_group_sort_kernel<lanes, items, merge, Segments, K, V>;
     constexpr std::size_t groups_per_block = group_sort_threads / lanes;
     constexpr std::size_t shared_bytes =
-        groups_per_block * sizeof(group_staging<K, V, lanes * items>);
+        groups_per_block * sizeof(group_staging<K, V, lanes * items, merge>);
     allow_dynamic_shared_bytes(kernel, shared_bytes, call);
     const std::size_t blocks =
         std::min(ceil_div(most_segments, groups_per_block),
