@@ -256,9 +256,8 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
 // lane sorts its own by odd-even transposition, then runs of Items, 2 x Items, ... are merged
 // in pairs through shared memory (`merged_images`, `merged_positions`), each lane finding
 // where its Items outputs start on the merge path and taking them one at a time, the left
-// run's first where keys are equal. Keys compare as they are, without their positions, and a
-// merge takes about half the compares of the bitonic network at 128 keys
-// (docs/patterns.md, "Segmented sorts").
+// run's first where keys are equal. A compare reads the keys' images alone, where the
+// network's compares (image, position) words (docs/patterns.md, "Segmented sorts").
 template <int Lanes, int Items, class Image>
 __device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
                                                  unsigned short (&positions)[Items],
