@@ -230,7 +230,7 @@ TEST(segmented_sort, in_place) {
   PPAT_TRACE_SEED();
   for (std::size_t n : {std::size_t{5000}, std::size_t{300007}}) {
     if (ppat_test::over_item_budget(n)) continue;
-    for (layout l : {layout::mixed, layout::shuffled_gaps, layout::one}) {
+    for (layout l : {layout::mixed, layout::edges, layout::shuffled_gaps, layout::one}) {
       SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n));
       const auto keys = draw_keys<float>(n);
       const auto values = draw_values<std::uint32_t>(n);

@@ -42,24 +42,28 @@
 namespace ppat::detail {
 
 // The paths of segments that one group of lanes or one block sorts, shortest first: groups
-// of lanes (lanes x keys a lane) up to 256 keys, then blocks of 256 threads with 4, 8 and 16
-// keys each (the last at three blocks an SM for keys of up to 4 bytes; 8-byte keys would
-// spill) and the one-tile sort's 512 x 16. Fewer lanes holding more keys each measured
-// faster, up to 16 keys of up to 4 bytes a lane (8 of 8 bytes, whose words would otherwise
-// fill the registers): a compare within a lane costs less than one across lanes. From 33
-// keys of up to 4 bytes, a merge sort of the lanes' runs beat the bitonic network (4 x 16,
-// 8 x 16, and 32 x 8 up to 256 keys); blocks too are fastest the smallest that hold the
+// of lanes up to 256 keys (group_shape), then blocks of 256 threads with 4, 8 and 16 keys
+// each (the last at three blocks an SM for keys of up to 4 bytes; 8-byte keys would spill)
+// and the one-tile sort's 512 x 16; blocks too are fastest the smallest that hold the
 // segment (docs/patterns.md, "Segmented sorts").
 constexpr int group_bins = 6;
 constexpr int short_bins = group_bins + 4;
-template <class K, int Bin>
-constexpr bool group_merges = Bin >= 3 && sizeof(K) <= 4;
-template <class K, int Bin>
-constexpr int group_items = Bin <= 1                                ? 4
-                            : Bin == 2 || sizeof(K) > 4 || Bin == 5 ? 8
-                                                                    : 16;
-template <class K, int Bin>
-constexpr int group_lanes = (8 << Bin) / group_items<K, Bin>;  // a bin holds 8 << Bin keys
+
+// The group of lanes that sorts a segment of bin Bin (up to 8 << Bin keys). Fewer lanes
+// holding more keys each measured faster, up to 16 keys of up to 4 bytes a lane (8 of 8
+// bytes, whose words would otherwise fill the registers): a compare within a lane costs
+// less than one across lanes. From 33 keys of up to 4 bytes a merge sort of the lanes' runs
+// beats the bitonic network. For 65 to 128 keys, values of up to 4 bytes are not staged but
+// read by position after the sort, which leaves shared memory for a fourth block an SM. All
+// measured, docs/patterns.md.
+template <class K, class V, int Bin>
+struct group_shape {
+  static constexpr int items = Bin <= 1 ? 4 : Bin == 2 || sizeof(K) > 4 || Bin == 5 ? 8 : 16;
+  static constexpr int lanes = (8 << Bin) / items;
+  static constexpr bool merges = Bin >= 3 && sizeof(K) <= 4;
+  static constexpr bool stages_values =
+      has_values_of<V> && !(merges && Bin == 4 && sizeof(value_or_char<V>) <= 4);
+};
 template <class K, class V, int Bin>
 using segment_block_shape = std::conditional_t<
     Bin == group_bins, one_tile_tiny_shape<K, V>,
@@ -71,7 +75,7 @@ using segment_block_shape = std::conditional_t<
 template <class K, class V, int Bin>
 constexpr unsigned short_bin_capacity = [] {
   if constexpr (Bin < group_bins) {
-    return unsigned(group_lanes<K, Bin> * group_items<K, Bin>);
+    return unsigned(group_shape<K, V, Bin>::lanes * group_shape<K, V, Bin>::items);
   } else {
     return unsigned(segment_block_shape<K, V, Bin>::tile_items);
   }
@@ -254,15 +258,17 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
 // Stable merge sort of a group's Lanes x Items keys by image alone, lane l holding items
 // l * Items to l * Items + Items - 1 (`images`, with the `positions` they came from): each
 // lane sorts its own by odd-even transposition, then runs of Items, 2 x Items, ... are merged
-// in pairs through shared memory (`merged_images`, `merged_positions`), each lane finding
-// where its Items outputs start on the merge path and taking them one at a time, the left
-// run's first where keys are equal. A compare reads the keys' images alone, where the
-// network's compares (image, position) words (docs/patterns.md, "Segmented sorts").
-template <int Lanes, int Items, class Image>
+// in pairs through shared memory (`merged_images`, `merged_positions`, item i at slot
+// `slot(i)`), each lane finding where its Items outputs start on the merge path and
+// taking them one at a time, the left run's first where keys are equal. A compare reads the
+// keys' images alone, where the network's compares (image, position) words
+// (docs/patterns.md, "Segmented sorts").
+template <int Lanes, int Items, class Image, class Slot>
 __device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
                                                  unsigned short (&positions)[Items],
                                                  Image* merged_images,
-                                                 unsigned short* merged_positions, unsigned lane) {
+                                                 unsigned short* merged_positions, unsigned lane,
+                                                 Slot slot) {
 #pragma unroll
   for (int pass = 0; pass < Items; ++pass) {
 #pragma unroll
@@ -283,20 +289,20 @@ __device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
     const unsigned run = unsigned(run_lanes) * items;  // keys a run
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
-      merged_images[lane * items + unsigned(i)] = images[i];
-      merged_positions[lane * items + unsigned(i)] = positions[i];
+      merged_images[slot(lane * items + unsigned(i))] = images[i];
+      merged_positions[slot(lane * items + unsigned(i))] = positions[i];
     }
     __syncwarp();
     const unsigned left = (lane & ~unsigned(2 * run_lanes - 1)) * items;
-    const Image* const a = merged_images + left;
-    const Image* const b = a + run;
+    const auto a = [&](unsigned i) { return merged_images[slot(left + i)]; };
+    const auto b = [&](unsigned i) { return merged_images[slot(left + run + i)]; };
     const unsigned diagonal = (lane & unsigned(2 * run_lanes - 1)) * items;
     // The merge path: the fewest keys of `a` among the first `diagonal` outputs.
     unsigned low = diagonal > run ? diagonal - run : 0;
     unsigned high = min(diagonal, run);
     while (low < high) {
       const unsigned middle = (low + high) / 2;
-      if (b[diagonal - 1 - middle] < a[middle]) {
+      if (b(diagonal - 1 - middle) < a(middle)) {
         high = middle;
       } else {
         low = middle + 1;
@@ -304,54 +310,96 @@ __device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
     }
     unsigned from_a = low;
     unsigned from_b = diagonal - low;
-    Image next_a = a[min(from_a, run - 1)];
-    Image next_b = b[min(from_b, run - 1)];
+    Image next_a = a(min(from_a, run - 1));
+    Image next_b = b(min(from_b, run - 1));
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const bool take_a = from_a < run && (from_b >= run || !(next_b < next_a));
       images[i] = take_a ? next_a : next_b;
-      positions[i] = merged_positions[left + (take_a ? from_a : run + from_b)];
+      positions[i] = merged_positions[slot(left + (take_a ? from_a : run + from_b))];
       if (take_a) {
-        next_a = a[min(++from_a, run - 1)];
+        next_a = a(min(++from_a, run - 1));
       } else {
-        next_b = b[min(++from_b, run - 1)];
+        next_b = b(min(++from_b, run - 1));
       }
     }
     __syncwarp();  // every lane's reads before the next run's writes
   }
 }
 
-// A group's segment in shared memory: its keys and values as read (in input order, so that
-// the reads coalesce), then the positions its sorted words hold, by which the output places
-// take their key and value, again in input order. A slot of padding every 32 puts the keys a
-// lane reads, Items apart, in distinct banks.
-template <class K, class V, int Items, bool Merge>
-struct group_staging {
-  static constexpr int slots = Items + Items / 32;
-  static __device__ unsigned slot(unsigned item) { return item + item / 32; }
-  K keys[slots];
-  value_or_char<V> values[has_values_of<V> ? slots : 1];
-  typename radix_key<K>::image_type merged_images[Merge ? Items : 1];
-  unsigned short positions[Items];
-};
 constexpr int group_sort_threads = 256;
 
-// Each group of Lanes lanes sorts segments of up to Lanes x Items keys: the segment staged
-// in shared memory, each lane's Items keys sorted with their positions (by the bitonic
-// network, or where Merge by the merge sort), then every output place takes the key (and
-// value) at the position its sorted item holds (an image does not give back a NaN's bits).
-// The whole segment is read before any of it is written, which keeps a sort in place right.
-template <int Lanes, int Items, bool Merge, class Segments, class K, class V>
+// A block's groups' segments in shared memory: each group's keys (and values, where the
+// shape stages them) as read, in input order so that the reads coalesce; the merge's runs;
+// then the positions its sorted items hold, by which the output places take their key and
+// value, again in input order. A slot of padding every 32 items puts the items a lane
+// touches, Items apart, in distinct banks. The merge groups keep each array for all groups
+// one after another: unpadded, or in one structure a group, lanes of a warp 8 or 16 items
+// apart (or in other groups) met in one bank; the network groups' one structure a group
+// measured faster at 8 and 16 keys (docs/patterns.md, "Segmented sorts").
+template <class K, class V, class Shape, bool ArrayByArray = Shape::merges>
+struct group_staging {
+  static constexpr int groups = group_sort_threads / Shape::lanes;
+  static constexpr int items = Shape::lanes * Shape::items;
+  static constexpr int slots = items + items / 32;
+  static __device__ unsigned slot(unsigned item) { return item + item / 32; }
+  K all_keys[groups][slots];
+  value_or_char<V> all_values[Shape::stages_values ? groups : 1][Shape::stages_values ? slots : 1];
+  typename radix_key<K>::image_type all_merged_images[groups][slots];
+  unsigned short all_positions[groups][slots];
+  __device__ K* keys(unsigned group) { return all_keys[group]; }
+  __device__ value_or_char<V>* values(unsigned group) { return all_values[group]; }
+  __device__ typename radix_key<K>::image_type* merged_images(unsigned group) {
+    return all_merged_images[group];
+  }
+  __device__ unsigned short* positions(unsigned group) { return all_positions[group]; }
+};
+template <class K, class V, class Shape>
+struct group_network_arrays {
+  static constexpr int slots = Shape::lanes * Shape::items + Shape::lanes * Shape::items / 32;
+  K keys[slots];
+  value_or_char<V> values[Shape::stages_values ? slots : 1];
+  unsigned short positions[slots];
+};
+template <class K, class V, class Shape>
+struct group_staging<K, V, Shape, false> {
+  static constexpr int groups = group_sort_threads / Shape::lanes;
+  static constexpr int slots = group_network_arrays<K, V, Shape>::slots;
+  static __device__ unsigned slot(unsigned item) { return item + item / 32; }
+  // Each group's arrays padded to an odd number of words where their alignment allows (up
+  // to 4 bytes), so that the groups of a warp start in different banks.
+  static constexpr std::size_t words = ceil_div(sizeof(group_network_arrays<K, V, Shape>), 4);
+  struct group_arrays : group_network_arrays<K, V, Shape> {
+    unsigned pad[words % 2 == 0 ? 1 : 2];
+  };
+  group_arrays all[groups];
+  __device__ K* keys(unsigned group) { return all[group].keys; }
+  __device__ value_or_char<V>* values(unsigned group) { return all[group].values; }
+  __device__ unsigned short* positions(unsigned group) { return all[group].positions; }
+};
+
+// Each group of Shape::lanes lanes sorts segments of up to lanes x items keys: the segment
+// staged in shared memory, each lane's items sorted with their positions (by the bitonic
+// network, or the merge sort), then every output place takes the key (and value) at the
+// position its sorted item holds (an image does not give back a NaN's bits). The whole
+// segment is read before any of it is written (values not staged are read into registers
+// first), which keeps a sort in place right.
+template <class Shape, class Segments, class K, class V>
 __global__ void __launch_bounds__(group_sort_threads)
     segment_group_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                               Segments segments, const std::size_t* listed,
                               const unsigned long long* listed_count, order ord) {
   using image_type = typename radix_key<K>::image_type;
-  using staging = group_staging<K, V, Lanes * Items, Merge>;
+  using staging = group_staging<K, V, Shape>;
+  constexpr int Lanes = Shape::lanes;
+  constexpr int Items = Shape::items;
   constexpr int groups_per_warp = 32 / Lanes;
   constexpr int warps_per_block = group_sort_threads / 32;
-  staging& staged =
-      dynamic_shared_storage<staging[group_sort_threads / Lanes]>()[threadIdx.x / Lanes];
+  staging& staged = dynamic_shared_storage<staging>();
+  const unsigned group = threadIdx.x / Lanes;
+  K* const keys = staged.keys(group);
+  value_or_char<V>* const staged_values = staged.values(group);
+  unsigned short* const positions_of = staged.positions(group);
   const image_type flip = ord == order::descending ? image_type(~image_type(0)) : image_type(0);
   const unsigned lane = threadIdx.x % Lanes;
   const std::size_t count = listed == nullptr ? segments.count : std::size_t(*listed_count);
@@ -367,18 +415,18 @@ __global__ void __launch_bounds__(group_sort_threads)
     for (int i = 0; i < Items; ++i) {
       const unsigned e = unsigned(i * Lanes) + lane;
       if (e < length) {
-        staged.keys[staging::slot(e)] = keys_in[segment.begin + e];
-        if constexpr (has_values_of<V>)
-          staged.values[staging::slot(e)] = values_in[segment.begin + e];
+        keys[staging::slot(e)] = keys_in[segment.begin + e];
+        if constexpr (Shape::stages_values)
+          staged_values[staging::slot(e)] = values_in[segment.begin + e];
       }
     }
     __syncwarp();
     // Past the end: the largest image, after every key by position.
     const auto image_at = [&](unsigned e) {
-      return e < length ? image_type(radix_key<K>::image(staged.keys[staging::slot(e)]) ^ flip)
+      return e < length ? image_type(radix_key<K>::image(keys[staging::slot(e)]) ^ flip)
                         : image_type(~image_type(0));
     };
-    if constexpr (Merge) {
+    if constexpr (Shape::merges) {
       image_type images[Items];
       unsigned short positions[Items];
 #pragma unroll
@@ -387,11 +435,11 @@ __global__ void __launch_bounds__(group_sort_threads)
         images[i] = image_at(e);
         positions[i] = (unsigned short)e;
       }
-      merge_sort_group<Lanes, Items>(images, positions, staged.merged_images, staged.positions,
-                                     lane);
+      merge_sort_group<Lanes, Items>(images, positions, staged.merged_images(group), positions_of,
+                                     lane, staging::slot);
 #pragma unroll
       for (int i = 0; i < Items; ++i)
-        staged.positions[lane * unsigned(Items) + unsigned(i)] = positions[i];
+        positions_of[staging::slot(lane * unsigned(Items) + unsigned(i))] = positions[i];
     } else {
       group_sort_word<K> words[Items];
 #pragma unroll
@@ -402,17 +450,36 @@ __global__ void __launch_bounds__(group_sort_threads)
       bitonic_sort_group<Lanes, Items>(words, lane);
 #pragma unroll
       for (int i = 0; i < Items; ++i)
-        staged.positions[lane * unsigned(Items) + unsigned(i)] =
+        positions_of[staging::slot(lane * unsigned(Items) + unsigned(i))] =
             (unsigned short)words[i].position();
     }
     __syncwarp();
+    const auto from = [&](unsigned e) { return unsigned(positions_of[staging::slot(e)]); };
+    if constexpr (has_values_of<V> && !Shape::stages_values) {
+      V values[Items];
 #pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      const unsigned e = unsigned(i * Lanes) + lane;
-      if (e < length) {
-        const unsigned from = staging::slot(staged.positions[e]);
-        keys_out[segment.begin + e] = staged.keys[from];
-        if constexpr (has_values_of<V>) values_out[segment.begin + e] = staged.values[from];
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = unsigned(i * Lanes) + lane;
+        if (e < length) values[i] = values_in[segment.begin + from(e)];
+      }
+      __syncwarp();  // every value read before any is written
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = unsigned(i * Lanes) + lane;
+        if (e < length) {
+          keys_out[segment.begin + e] = keys[staging::slot(from(e))];
+          values_out[segment.begin + e] = values[i];
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = unsigned(i * Lanes) + lane;
+        if (e < length) {
+          const unsigned slot = staging::slot(from(e));
+          keys_out[segment.begin + e] = keys[slot];
+          if constexpr (has_values_of<V>) values_out[segment.begin + e] = staged_values[slot];
+        }
       }
     }
     __syncwarp();  // before the next segments are staged
@@ -452,13 +519,10 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
                          const unsigned long long* listed_count, std::size_t most_segments,
                          order ord, const call_context& call) {
   if constexpr (Bin < group_bins) {
-    constexpr int lanes = group_lanes<K, Bin>;
-    constexpr int items = group_items<K, Bin>;
-    constexpr bool merge = group_merges<K, Bin>;
-    constexpr auto kernel = segment_group_sort_kernel<lanes, items, merge, Segments, K, V>;
-    constexpr std::size_t groups_per_block = group_sort_threads / lanes;
-    constexpr std::size_t shared_bytes =
-        groups_per_block * sizeof(group_staging<K, V, lanes * items, merge>);
+    using shape = group_shape<K, V, Bin>;
+    constexpr auto kernel = segment_group_sort_kernel<shape, Segments, K, V>;
+    constexpr std::size_t groups_per_block = group_sort_threads / shape::lanes;
+    constexpr std::size_t shared_bytes = sizeof(group_staging<K, V, shape>);
     allow_dynamic_shared_bytes(kernel, shared_bytes, call);
     const std::size_t blocks =
         std::min(ceil_div(most_segments, groups_per_block),
