@@ -34,9 +34,9 @@ void check_reduce(const std::vector<T>& in, T init, Op op) {
   EXPECT_TRUE(input.guards_intact() && output.guards_intact()) << "write outside a buffer";
 }
 
-// Tiles of 8192 i32 items (4096 for the one 256-thread block that takes inputs up to
-// 16384 items, 32768 for the one 1024-thread block that takes them up to 131072), primes,
-// and the sizes around them.
+// The paths' edges for i32: one block reading everything at once up to 4096 items (512
+// threads) and up to 16384 (1024 threads), one block of 1024 threads reading tiles of 32768
+// up to 131072, then tiles of 8192 on a grid; primes, and the sizes around them.
 const std::size_t sizes[] = {0,       1,       2,       31,      32,     33,     4095,
                              4096,    4097,    8191,    8192,    8193,   16383,  16384,
                              16385,   32767,   32769,   131071,  131072, 131073, 147457,
@@ -68,6 +68,32 @@ TEST(reduce, types_and_operators) {
     check_reduce(ppat_test::exact_fractions<float>(n, 1 << 20, 1.0 / 8), 3.0f, ppat::minimum{});
     check_reduce(ppat_test::exact_fractions<double>(n, 1 << 20, 1.0 / 8), -3.0, ppat::maximum{});
     check_reduce(ppat_test::random_affine_maps(n), affine{3u, 5u, 0u}, ppat_test::then{});
+  }
+}
+
+// Operators that commute fold from their identity instead of flagging "nothing yet": the
+// identity must never show. Maxima of negative integers (an identity of 0 would win), minima
+// of positive ones, and sums of -0.0 (whose identity is -0.0, not +0.0), on every path.
+TEST(reduce, commutative_operators_fold_from_their_identity) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{1}, std::size_t{769}, std::size_t{4097}, std::size_t{16385},
+                        std::size_t{131073}, std::size_t{1048579}}) {
+    check_reduce<int>(ppat_test::random_integers<int>(n, -1000000, -1000), -2000000,
+                      ppat::maximum{});
+    check_reduce<std::int64_t>(ppat_test::random_integers<std::int64_t>(n, 1000, 1ll << 40),
+                               std::int64_t{1} << 41, ppat::minimum{});
+    check_reduce<std::int16_t>(ppat_test::random_integers<std::int16_t>(n, -30000, -2), -32000,
+                               ppat::maximum{});
+    if (ppat_test::over_item_budget(n)) continue;
+    SCOPED_TRACE("n=" + std::to_string(n));
+    device_buffer<float> zeros(std::vector<float>(n, -0.0f));
+    device_buffer<float> sum(1);
+    sum.poison();
+    ppat::reduce(zeros.data(), sum.data(), n, -0.0f);
+    ppat_test::expect_no_cuda_error();
+    EXPECT_TRUE(std::signbit(sum.download()[0]) && sum.download()[0] == 0.0f)
+        << "the sum of -0.0s is " << sum.download()[0];
   }
 }
 

@@ -5,7 +5,8 @@
 // Any associative `op`, commutative or not; any trivially copyable T. Blocks reduce
 // contiguous runs of tiles, read with 16-byte accesses (item-sized ones where `in` is not
 // 16-byte aligned), into one value each; the last block to finish combines those in order
-// with `init`, in the same launch. Small inputs take one block (256 or 1024 threads).
+// with `init`, in the same launch. Small inputs take one block: up to 64 KB a block that
+// reads everything at once, up to 2^17 items (512 KB at most) one that reads tiles.
 // The split and the tiles depend only on n and the GPU, not on the alignment of `in`, so
 // floating-point results are the same bits on every run.
 //
@@ -67,14 +68,24 @@ struct reduce_tile_shape : Tuning {
 template <class T>
 using reduce_tuning =
     std::conditional_t<sizeof(T) <= 8, tuning<512, 64, 4, 4>, tuning<256, 128, 4, 4>>;
-// Small inputs, up to 512 KB, take one block, which needs no memory for block results: up
-// to 64 KB one of 256 threads, whose start and combining cost less than 1024 threads', above
-// it one of 1024 threads, which keeps 128 KB in flight (docs/patterns.md, "Scan", its
-// paragraph on the reduce).
+// Small inputs take one block, which needs no memory for block results. Up to 64 KB its
+// threads read every vector at once, one load each in flight, and the kernel is small: at
+// these sizes a call is a launch, a few L2 round trips and the instructions the SM must
+// fetch (docs/patterns.md, "Scan", its paragraph on the reduce). Above, up to 2^17 items and
+// 512 KB, one block of 1024 threads reads tiles, 128 KB in flight; past 2^17 items, the
+// folds of sub-word items on one SM cost more than a grid's start.
+template <int Threads, int Vectors>
+struct reduce_one_read_shape {
+  static constexpr int threads = Threads;
+  static constexpr int warps = Threads / 32;
+  static constexpr int vectors = Vectors;  // a thread's
+  static constexpr std::size_t bytes = std::size_t(Threads) * Vectors * 16;
+};
+using reduce_one_read_small = reduce_one_read_shape<512, 2>;   // up to 16 KB
+using reduce_one_read_large = reduce_one_read_shape<1024, 4>;  // up to 64 KB
 using reduce_single_block_tuning = tuning<1024, 128, 1>;
-using reduce_tiny_tuning = tuning<256, 64, 4>;
 constexpr int reduce_single_block_tiles = 4;  // of the 1024-thread shape
-constexpr std::size_t reduce_tiny_bytes = 64 * 1024;
+constexpr std::size_t reduce_single_block_items = std::size_t{1} << 17;
 
 // Where a reduction's result goes: `init` and then the items, into a T (the public call),
 // or the items alone into a partial that is absent when there are none (one rank's share of
@@ -102,6 +113,8 @@ struct block_results;
 template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
 __global__ void reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results,
                                     Result result, Op op);
+template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
+__global__ void reduce_one_read_kernel(const T* in, unsigned n, Result result, Op op);
 
 template <class T, class Op>
 void reduce(const T* in, T* out, std::size_t n, T init, Op op, cudaStream_t stream,
@@ -140,15 +153,17 @@ void launch_reduce(const T* in, std::size_t n, Result result, Op op, const call_
   constexpr int vec = items_per_vector<T>;
   using shape = reduce_tile_shape<reduce_tuning<T>, T, vec>;
   using small_shape = reduce_tile_shape<reduce_single_block_tuning, T, vec>;
-  using tiny_shape = reduce_tile_shape<reduce_tiny_tuning, T, vec>;
   constexpr bool reorder = commutative<T, Op>;
-  if (n * sizeof(T) <= reduce_tiny_bytes) {
-    reduce_tiles_kernel<tiny_shape, reorder, Aligned>
-        <<<1, tiny_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, result, op);
-    check_launch(call.function(), "reduce_tiles_kernel");
-    return;
-  }
-  if (n <= std::size_t(reduce_single_block_tiles) * small_shape::tile_items) {
+  const auto read_at_once = [&](auto shape) {
+    using one_read = decltype(shape);
+    reduce_one_read_kernel<one_read, reorder, Aligned>
+        <<<1, one_read::threads, 0, call.stream()>>>(in, unsigned(n), result, op);
+    check_launch(call.function(), "reduce_one_read_kernel");
+  };
+  if (n * sizeof(T) <= reduce_one_read_small::bytes) return read_at_once(reduce_one_read_small{});
+  if (n * sizeof(T) <= reduce_one_read_large::bytes) return read_at_once(reduce_one_read_large{});
+  if (n <= std::min(reduce_single_block_items,
+                    std::size_t(reduce_single_block_tiles) * small_shape::tile_items)) {
     reduce_tiles_kernel<small_shape, reorder, Aligned>
         <<<1, small_shape::threads, 0, call.stream()>>>(in, n, block_results<T>{}, result, op);
     check_launch(call.function(), "reduce_tiles_kernel");
@@ -230,7 +245,75 @@ __device__ partial<T> fold_tile_run(const T* in, std::size_t n, std::size_t firs
     }
   }
 
-  return Commutative ? warp_reduce(folded, op) : folded;
+  if constexpr (Commutative) {
+    // Without flags, the identity standing for a lane that read nothing.
+    constexpr T identity = identity_of<T, Op>;
+    return {warp_reduce_commutative(folded.valid ? folded.value : identity, op),
+            __any_sync(full_warp, folded.valid) != 0};
+  } else {
+    return folded;
+  }
+}
+
+// One block, every item read at once: thread t holds Shape::vectors 16-byte vectors (items
+// one by one where `in` is not aligned), all loads in flight together, and folds them. A
+// commutative operator takes vector r * threads + t (each load one coalesced access per
+// warp) and folds from its identity, without flags for "nothing yet": at these sizes the
+// flags' branches and shuffles took a third of the kernel (docs/patterns.md, "Scan", its
+// paragraph on the reduce). Any other takes vectors t * vectors to t * vectors + vectors - 1,
+// so that threads, warps and the block combine in order. The vector that n cuts is folded
+// item by item in a loop that is not unrolled: the kernel stays small, for the SM fetches
+// its instructions on every launch. n * sizeof(T) is at most Shape::bytes.
+template <class Shape, bool Commutative, bool Aligned, class T, class Result, class Op>
+__global__ void __launch_bounds__(Shape::threads)
+    reduce_one_read_kernel(const T* in, unsigned n, Result result, Op op) {
+  constexpr int vec = items_per_vector<T>;
+  constexpr int vectors = Shape::vectors;
+  const auto first_item = [](int r) {
+    const unsigned vector =
+        Commutative ? r * Shape::threads + threadIdx.x : threadIdx.x * vectors + r;
+    return vector * vec;
+  };
+
+  T items[vectors][vec];
+#pragma unroll
+  for (int r = 0; r < vectors; ++r) {
+    if (first_item(r) + vec <= n) load_items<Aligned>(in + first_item(r), items[r]);
+  }
+  // Folds this thread's items into `folded` with `fold(folded, item)`.
+  const auto fold_items = [&](auto& folded, auto fold) {
+#pragma unroll
+    for (int r = 0; r < vectors; ++r) {
+      const unsigned first = first_item(r);
+      if (first + vec <= n) {
+#pragma unroll
+        for (int j = 0; j < vec; ++j)
+          fold(folded, items[r][j]);
+      } else if (first < n) {
+#pragma unroll 1
+        for (unsigned i = first; i < n; ++i)
+          fold(folded, load_item(in + i));
+      }
+    }
+  };
+
+  if constexpr (Commutative) {
+    constexpr T identity = identity_of<T, Op>;
+    __shared__ block_reduce_commutative_storage<Shape::warps, T> warp_results;
+    T folded = identity;
+    fold_items(folded, [&](T& into, const T& item) { into = op(into, item); });
+    const T total =
+        block_reduce_commutative(warp_reduce_commutative(folded, op), op, identity, warp_results);
+    if (threadIdx.x == 0) result.write(then(result.start(), partial<T>{total, n != 0}, op));
+  } else {
+    __shared__ block_reduce_storage<Shape::warps, T> warp_results;
+    partial<T> folded{T{}, false};
+    fold_items(folded, [&](partial<T>& into, const T& item) {
+      into = then(into, partial<T>{item, true}, op);
+    });
+    const partial<T> total = block_reduce_warps(warp_reduce(folded, op), op, warp_results);
+    if (threadIdx.x == 0) result.write(then(result.start(), total, op));
+  }
 }
 
 // Block b reduces tiles [tiles * b / grid, tiles * (b + 1) / grid): a contiguous run, and at
@@ -241,16 +324,30 @@ template <class Shape, bool Commutative, bool Aligned, class T, class Result, cl
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     reduce_tiles_kernel(const T* in, std::size_t n, block_results<T> results, Result result,
                         Op op) {
-  __shared__ block_reduce_storage<Shape::warps, T> warp_results;
+  using warp_storage =
+      std::conditional_t<Commutative, block_reduce_commutative_storage<Shape::warps, T>,
+                         block_reduce_storage<Shape::warps, T>>;
+  __shared__ warp_storage warp_results;
   __shared__ bool is_last;
   const int warp = int(threadIdx.x / 32);
   const std::size_t tiles = ceil_div(n, Shape::tile_items);
   const std::size_t first_tile = tiles * blockIdx.x / gridDim.x;
   const std::size_t end_tile = tiles * (blockIdx.x + 1) / gridDim.x;
+  // The block's reduction of one result a warp, for warp 0; every block has items to reduce.
+  // Without flags where the operator commutes (reduce_one_read_kernel says why).
+  const auto block_reduce = [&](const partial<T>& warp_result) -> partial<T> {
+    if constexpr (Commutative) {
+      constexpr T identity = identity_of<T, Op>;
+      return {block_reduce_commutative(warp_result.valid ? warp_result.value : identity, op,
+                                       identity, warp_results),
+              true};
+    } else {
+      return block_reduce_warps(warp_result, op, warp_results);
+    }
+  };
 
-  const partial<T> block_result = block_reduce_warps(
-      fold_tile_run<Shape, Commutative, Aligned>(in, n, first_tile, end_tile, warp, op), op,
-      warp_results);
+  const partial<T> block_result = block_reduce(
+      fold_tile_run<Shape, Commutative, Aligned>(in, n, first_tile, end_tile, warp, op));
   if (threadIdx.x == 0) {
     if (gridDim.x == 1) {
       result.write(then(result.start(), block_result, op));
@@ -284,9 +381,16 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
       if (mine + j < gridDim.x)
         thread_result = then(thread_result, partial<T>{values[j], true}, op);
     }
-    const partial<T> row = warp_reduce(thread_result, op);
+    partial<T> row;
+    if constexpr (Commutative) {
+      constexpr T identity = identity_of<T, Op>;
+      row = {warp_reduce_commutative(thread_result.valid ? thread_result.value : identity, op),
+             true};
+    } else {
+      row = warp_reduce(thread_result, op);
+    }
     __syncthreads();  // the previous chunk's rows have been read
-    const partial<T> rows = block_reduce_warps(row, op, warp_results);
+    const partial<T> rows = block_reduce(row);
     if (warp == 0) total = then(total, rows, op);
   }
   if (threadIdx.x == 0) result.write(total);

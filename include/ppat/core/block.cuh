@@ -13,6 +13,7 @@
 //                         supplies from the block's total (a look-back, a publication),
 //                         then the warps before it; any associative operator, in order
 //   block_reduce_warps    the block's reduction of its warps' results, in warp order
+//   block_reduce_commutative  the same under an operator that commutes, without flags
 //   rank_in_warp          where each selected item of a warp's rows falls (a count of flags)
 //
 // The block radix rank, which the sort's tiles compose, is in core/radix_rank.cuh.
@@ -102,6 +103,24 @@ __device__ partial<T> block_reduce_warps(const partial<T>& warp_result, Op op,
   __syncthreads();
   if (warp != 0) return {T{}, false};
   return warp_reduce(lane < Warps ? storage.warp_results[lane] : partial<T>{T{}, false}, op);
+}
+
+// The same under an operator that commutes, `identity` standing for "nothing": warp 0's
+// lanes get the block's result, the other warps `identity`. The same barrier rule.
+template <int Warps, class T>
+struct block_reduce_commutative_storage {
+  uninitialized_array<T, Warps> warp_results;
+};
+
+template <int Warps, class T, class Op>
+__device__ T block_reduce_commutative(const T& warp_result, Op op, const T& identity,
+                                      block_reduce_commutative_storage<Warps, T>& storage) {
+  const int warp = int(threadIdx.x / 32);
+  const int lane = lane_id();
+  if (lane == 0) storage.warp_results[warp] = warp_result;
+  __syncthreads();
+  if (warp != 0) return identity;
+  return warp_reduce_commutative(lane < Warps ? storage.warp_results[lane] : identity, op);
 }
 
 // ---- Counts of flags: ranking the items a warp selects ---------------------------------------

@@ -35,6 +35,10 @@ __device__ T shuffle_down(const T& x, int delta) {
   return shuffle_words(x, [=](unsigned w) { return __shfl_down_sync(full_warp, w, delta); });
 }
 template <class T>
+__device__ T shuffle_xor(const T& x, int mask) {
+  return shuffle_words(x, [=](unsigned w) { return __shfl_xor_sync(full_warp, w, mask); });
+}
+template <class T>
 __device__ T shuffle_from(const T& x, int lane) {
   return shuffle_words(x, [=](unsigned w) { return __shfl_sync(full_warp, w, lane); });
 }
@@ -117,6 +121,20 @@ __device__ partial<T> warp_reduce(partial<T> x, Op op) {
     if ((lane & (2 * delta - 1)) == 0 && lane + delta < 32) x = then(x, right, op);
   }
   return {shuffle_from(x.value, 0), __shfl_sync(full_warp, x.valid, 0) != 0};
+}
+
+// Reduction under an operator that commutes (operators.cuh's `commutative`), every lane
+// combining with its partner in an xor butterfly: every lane ends with the result, and no
+// lane needs a flag for "nothing" (it holds the operator's identity). Partners combine in
+// opposite orders, which commuting operators allow; floating-point addition gives the same
+// bits either way. Much faster than warp_reduce at the end of a short kernel
+// (docs/patterns.md, "Scan", its paragraph on the reduce).
+template <class T, class Op>
+__device__ T warp_reduce_commutative(T x, Op op) {
+#pragma unroll
+  for (int mask = 16; mask > 0; mask >>= 1)
+    x = op(x, shuffle_xor(x, mask));
+  return x;
 }
 
 }  // namespace ppat::detail
