@@ -29,7 +29,7 @@ struct device_limits {
 };
 
 inline const device_limits& limits_of(int device, const char* function);
-inline int device_of(cudaStream_t stream, bool captured, const char* function);
+inline int device_of(cudaStream_t stream, bool captured, int current_device, const char* function);
 
 class call_context {
  public:
@@ -37,9 +37,9 @@ class call_context {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
     captured_ = capture != cudaStreamCaptureStatusNone;
-    device_ = device_of(stream, captured_, function);
-    limits_ = &limits_of(device_, function);
     check(cudaGetDevice(&callers_device_), "cudaGetDevice");
+    device_ = device_of(stream, captured_, callers_device_, function);
+    limits_ = &limits_of(device_, function);
     if (device_ != callers_device_) check(cudaSetDevice(device_), "cudaSetDevice");
   }
   call_context(const call_context&) = delete;
@@ -70,15 +70,15 @@ class call_context {
   const device_limits* limits_ = nullptr;
 };
 
-// The default streams (0, cudaStreamLegacy, cudaStreamPerThread) are the current device's.
+// The default streams (0, cudaStreamLegacy, cudaStreamPerThread) are `current_device`'s.
 // A stream being captured cannot be asked through the runtime: on some drivers
 // cudaStreamGetDevice then fails and invalidates the capture. Its device is that of its
 // context, through the driver API (entry points from the runtime, no libcuda to link).
-inline int device_of(cudaStream_t stream, bool captured, const char* function) {
+inline int device_of(cudaStream_t stream, bool captured, int current_device, const char* function) {
+  if (stream == 0 || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+    return current_device;
   int device = 0;
-  if (stream == 0 || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
-    check_cuda(cudaGetDevice(&device), function, "cudaGetDevice");
-  } else if (!captured) {
+  if (!captured) {
     check_cuda(cudaStreamGetDevice(stream, &device), function, "cudaStreamGetDevice");
   } else {
     struct driver_calls {
