@@ -98,6 +98,13 @@ const shape shapes[] = {{1, 1},
                         {5001, 127},
                         {32, 4097},
                         {4097, 32},
+                        // Short sides of 8 and 16 bytes' multiples (8- and 16-byte elements
+                        // one a thread): 8 x 16 bytes, the most they take.
+                        {8, 30011},
+                        {30011, 8},
+                        // 4- and 8-byte elements in large tiles (enough of them to fill the
+                        // GPU), cut on both sides.
+                        {2049, 4097},
                         // more tile rows than a grid has (65535): the kernels' grid-stride loops
                         {3000000, 1},
                         {3000000, 2}};
@@ -217,6 +224,12 @@ void check_leading_dimensions_all() {
   // Odd leading dimensions: each row off 16-byte boundaries by its own amount.
   check_leading_dimensions<T>(300, 257, 1, 2, 0);
   check_leading_dimensions<T>(257, 300, 3, 5, 3);
+  // The same in large tiles of 4- and 8-byte elements.
+  check_leading_dimensions<T>(2049, 2049, 3, 1, 0);
+  // Short rows of 8- and 16-byte elements one a thread: the flat side tight, the pieces
+  // strided.
+  check_leading_dimensions<T>(4, 999, 5, 0, 0);
+  check_leading_dimensions<T>(999, 2, 0, 7, 0);
 }
 
 // Rows off 16-byte boundaries are read as the 16-byte windows they overlap, which reach
@@ -321,6 +334,7 @@ void check_batched_all() {
   check_batched<T>(7, 129, 3);   // skinny planes, the short side flat in `in`
   check_batched<T>(3, 5, 1000);  // and in `out`
   check_batched<T>(1000, 16, 16);
+  check_batched<T>(1000, 8, 24);  // short rows of 8- and 16-byte elements over a batch
 }
 
 TEST(transpose, batched) {
@@ -419,6 +433,27 @@ TEST(permute, ranks_one_to_eight) {
   check_random_permutes<float>();
   check_random_permutes<double>();
   check_random_permutes<bytes16>();
+}
+
+// Small planes that follow each other on both sides along the innermost batch axis, under
+// an outer batch axis that does not: groups of whole planes, the last group of each run
+// cut, 16-byte vectors when aligned and elements from an offset pointer.
+template <class T>
+void check_small_plane_permutes() {
+  for (std::size_t offset : {0, 1}) {
+    check_permute<T>({2, 3, 5, 4, 6}, {1, 0, 2, 4, 3}, offset);
+    check_permute<T>({3, 7, 400, 8, 24}, {1, 0, 2, 4, 3}, offset);
+  }
+}
+
+TEST(permute, small_planes_in_groups) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_small_plane_permutes<std::uint8_t>();
+  check_small_plane_permutes<std::uint16_t>();
+  check_small_plane_permutes<float>();
+  check_small_plane_permutes<double>();
+  check_small_plane_permutes<bytes16>();
 }
 
 TEST(permute, identity_size_one_axes_and_rows) {
@@ -546,8 +581,14 @@ TEST(transpose_arguments, production_calls_reject_bad_arguments) {
 
 // ---- The plan, on the host ------------------------------------------------------------------
 
+using ppat::detail::matrix_layout;
+using ppat::detail::order_tiles;
 using ppat::detail::permute_plan;
+using ppat::detail::place_of_tile;
 using ppat::detail::plan_permute;
+using ppat::detail::plane_layout;
+using ppat::detail::tile_order;
+using ppat::detail::tile_place;
 
 TEST(transpose_plan, identity_and_size_one_axes_are_a_copy) {
   const permute_plan same = plan_permute({2, 3, 4}, {0, 1, 2});
@@ -600,6 +641,48 @@ TEST(transpose_plan, a_last_axis_that_stays_last_moves_whole_rows) {
   EXPECT_EQ(plan.layout.batch_in_stride[0], 4u);
   EXPECT_EQ(plan.layout.batch_extent[1], 2u);
   EXPECT_EQ(plan.layout.batch_in_stride[1], 12u);
+}
+
+// The tiles of a batch of odd planes cover every element once, in either order: tiles
+// along the output rows numbered first, or along the input rows.
+TEST(transpose_plan, tiles_cover_every_element_once_in_either_order) {
+  constexpr int side_a = 4, side_b = 8;
+  plane_layout layout = matrix_layout(19, 10, 11, 23);  // rows, cols, ld_in, ld_out
+  layout.batch_rank = 1;
+  layout.batch_extent[0] = 3;
+  layout.batch_in_stride[0] = 19 * 11;
+  layout.batch_out_stride[0] = 10 * 23;
+  const unsigned tiles_b = 3, tiles_a = 3, plane_tiles = 9;  // ceil(19 / 8), ceil(10 / 4)
+  EXPECT_FALSE((ppat::detail::tiles_along_b_first<side_a, side_b>(layout)));  // few tiles
+  for (const bool along_b : {true, false}) {
+    SCOPED_TRACE(along_b ? "along b first" : "along a first");
+    const tile_order order = order_tiles<side_a, side_b>(layout, along_b);
+    EXPECT_EQ(order.plane_tiles, plane_tiles);
+    std::vector<int> covered(3 * 19 * 11, 0);
+    for (std::size_t t = 0; t < 3 * plane_tiles; ++t) {
+      const tile_place place = place_of_tile<side_a, side_b>(t, layout, order);
+      const std::size_t plane = t / plane_tiles, in_plane = t % plane_tiles;
+      const std::size_t tile_b = along_b ? in_plane % tiles_b : in_plane / tiles_a;
+      const std::size_t tile_a = along_b ? in_plane / tiles_b : in_plane % tiles_a;
+      EXPECT_EQ(place.b_count, tile_b == 2 ? 3 : side_b) << "tile " << t;
+      EXPECT_EQ(place.a_count, tile_a == 2 ? 2 : side_a) << "tile " << t;
+      for (int b = 0; b < place.b_count; ++b) {
+        for (int a = 0; a < place.a_count; ++a) {
+          const std::size_t in = place.in_offset + b * layout.in_row_stride + a;
+          const std::size_t out = place.out_offset + a * layout.out_row_stride + b;
+          ++covered.at(in);
+          // The same element on both sides: plane p, row r, column c of `in`.
+          const std::size_t p = in / (19 * 11), r = in % (19 * 11) / 11, c = in % 11;
+          EXPECT_EQ(p, plane);
+          EXPECT_EQ(r, tile_b * side_b + b);
+          EXPECT_EQ(c, tile_a * side_a + a);
+          EXPECT_EQ(out, p * 10 * 23 + c * 23 + r);
+        }
+      }
+    }
+    for (std::size_t i = 0; i < covered.size(); ++i)
+      EXPECT_EQ(covered[i], i % 11 < 10 ? 1 : 0) << "input element " << i;
+  }
 }
 
 // The plan against a direct walk of every element, for every permutation of a rank-4

@@ -56,8 +56,10 @@
 #include "core/launch.cuh"
 #include "core/vector_io.cuh"
 #include "transpose/arguments.cuh"
+#include "transpose/element_tiles.cuh"
 #include "transpose/plan.cuh"
 #include "transpose/skinny.cuh"
+#include "transpose/small_planes.cuh"
 #include "transpose/tile_staging.cuh"
 
 namespace ppat {
@@ -68,6 +70,8 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, const cal
 template <class T>
 void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shape,
                        const std::vector<int>& axes, const call_context& call);
+template <class T>
+void launch_vector_tiles(const T* in, T* out, const plane_layout& layout, const call_context& call);
 template <class T>
 void launch_transpose_inplace(T* data, std::size_t n, const call_context& call);
 template <class T>
@@ -203,8 +207,8 @@ namespace detail {
 using permute_rows_tuning = tuning<256, 16, 8, 8>;
 
 template <class T, bool AlignedIn, bool AlignedOut>
-__global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
-                                        unsigned plane_tiles, std::size_t tiles, const T* in_end);
+__global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, tile_order order,
+                                        std::size_t tiles, const T* in_end);
 template <class T, bool Aligned>
 __global__ void transpose_inplace_kernel(T* data, std::size_t n, std::size_t tiles_side,
                                          std::size_t pairs);
@@ -222,12 +226,32 @@ void copy_elements(const T* in, T* out, std::size_t count, const call_context& c
 
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call) {
-  if (transpose_skinny(in, out, layout, call)) return;
+  if (transpose_small_planes(in, out, layout, call) || transpose_skinny(in, out, layout, call) ||
+      transpose_short_rows(in, out, layout, call))
+    return;
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    // Rows off 16-byte boundaries cost the vectors partial windows on both sides; element
+    // accesses do not pay for them.
+    const bool rows_on_vectors =
+        rows_aligned(in, layout.in_row_stride, layout.batch_in_stride, layout.batch_rank) &&
+        rows_aligned(out, layout.out_row_stride, layout.batch_out_stride, layout.batch_rank);
+    if (!rows_on_vectors) {
+      launch_element_tiles(in, out, layout, call);
+      return;
+    }
+  }
+  launch_vector_tiles(in, out, layout, call);
+}
+
+template <class T>
+void launch_vector_tiles(const T* in, T* out, const plane_layout& layout,
+                         const call_context& call) {
   using tile = transpose_tile<T>;
-  const std::size_t tiles_a = ceil_div(layout.cols, tile::side);
-  const std::size_t plane_tiles = tiles_a * ceil_div(layout.rows, tile::side);
+  const std::size_t plane_tiles =
+      ceil_div(layout.rows, tile::side) * ceil_div(layout.cols, tile::side);
   // Within a plane, tiles are counted in 32 bits: 2^32 tiles is more than 2^44 bytes.
   require(plane_tiles <= 0xFFFFFFFF, call.function(), "rows, cols", "make more than 2^32 tiles");
+  const tile_order order = order_tiles<tile::side, tile::side>(layout);
   std::size_t tiles = plane_tiles;
   for (int d = 0; d < layout.batch_rank; ++d)
     tiles *= layout.batch_extent[d];
@@ -240,8 +264,8 @@ void transpose_planes(const T* in, T* out, const plane_layout& layout, const cal
   for (int d = 0; d < layout.batch_rank; ++d)
     in_span += (layout.batch_extent[d] - 1) * layout.batch_in_stride[d];
   const auto launch = [&](auto kernel) {
-    kernel<<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(
-        in, out, layout, unsigned(tiles_a), unsigned(plane_tiles), tiles, in + in_span);
+    kernel<<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(in, out, layout, order, tiles,
+                                                                   in + in_span);
   };
   if (aligned_in && aligned_out) {
     launch(transpose_planes_kernel<T, true, true>);
@@ -304,38 +328,16 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
   check_launch(call.function(), "permute_rows_kernel");
 }
 
-// Where a tile of the planes lies, and how much of it the matrix covers.
-struct tile_place {
-  std::size_t in_offset, out_offset;
-  int a_count, b_count;
-};
-
-// Tile t: plane after plane, and within a plane the tiles along a next to each other.
-template <int Side>
-__device__ tile_place place_of_tile(std::size_t t, const plane_layout& layout, unsigned tiles_a,
-                                    unsigned plane_tiles) {
-  std::size_t plane;
-  unsigned in_plane;
-  split_plane(t, plane_tiles, layout.batch_rank, plane, in_plane);
-  const std::size_t a0 = std::size_t(in_plane % tiles_a) * Side;
-  const std::size_t b0 = std::size_t(in_plane / tiles_a) * Side;
-  tile_place place{b0 * layout.in_row_stride + a0, a0 * layout.out_row_stride + b0,
-                   int(min(std::size_t(Side), layout.cols - a0)),
-                   int(min(std::size_t(Side), layout.rows - b0))};
-  add_plane_offsets(plane, layout, place.in_offset, place.out_offset);
-  return place;
-}
-
 // A block a tile: its loads all in flight at once, and the blocks many (few registers and
 // threads each), so that while some wait on loads others write.
 template <class T, bool AlignedIn, bool AlignedOut>
 __global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::min_blocks_per_sm)
-    transpose_planes_kernel(const T* in, T* out, plane_layout layout, unsigned tiles_a,
-                            unsigned plane_tiles, std::size_t tiles, const T* in_end) {
+    transpose_planes_kernel(const T* in, T* out, plane_layout layout, tile_order order,
+                            std::size_t tiles, const T* in_end) {
   using tile = transpose_tile<T>;
   __shared__ uint4 staged_chunks[staging_of<T, AlignedIn, AlignedOut>::size];
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const tile_place place = place_of_tile<tile::side>(t, layout, tiles_a, plane_tiles);
+    const tile_place place = place_of_tile<tile::side, tile::side>(t, layout, order);
     const T* tile_in = in + place.in_offset;
     T* tile_out = out + place.out_offset;
     const auto staged = staging_for<T, AlignedIn, AlignedOut>(

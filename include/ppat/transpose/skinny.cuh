@@ -3,6 +3,12 @@
 // all k of it: one side is a single contiguous run, read or written as 16-byte vectors, the
 // other k row pieces, as 16-byte vectors too where the rows start on 16-byte boundaries and
 // element by element, lanes along a piece, where they do not (3 x 22369621, say).
+//
+// Short sides of whole 16-byte vectors (8- and 16-byte elements) would put the skinny
+// kernel's gathers from shared memory on one bank. Where such a short side is at most 128
+// bytes, threads instead run along the flat side one element each, without shared memory:
+// a warp's 32 elements there are one run, and on the other side 32 / k runs of at least
+// 16 bytes, one for each piece, so both sides fill whole sectors.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,6 +36,15 @@ struct skinny_shape : tuning<256, 64, 0> {
   static constexpr std::size_t max_short = 127, max_short_bytes = 512;
 };
 
+// The short rows kernel: 256 threads, four elements each a step in flight, four blocks an
+// SM in the grid (measured against 8 and 16 blocks, docs/patterns.md "Transpose").
+template <class T>
+using short_rows_tuning = tuning<256, 4 * int(sizeof(T)), 0, 4>;
+constexpr std::size_t short_rows_max_bytes = 128;
+
+template <class T, bool FlatIn>
+__global__ void transpose_short_rows_kernel(const T* in, T* out, plane_layout layout,
+                                            std::size_t plane_items, std::size_t total);
 template <class T, bool FlatIn, bool AlignedPieces>
 __global__ void transpose_skinny_kernel(const T* in, T* out, plane_layout layout, unsigned span,
                                         unsigned plane_spans, std::size_t spans);
@@ -100,6 +115,77 @@ bool transpose_skinny(const T* in, T* out, const plane_layout& layout, const cal
   }
   check_launch(call.function(), "transpose_skinny_kernel");
   return true;
+}
+
+// Planes of 8- or 16-byte elements whose short side k is contiguous, a whole number of
+// 16-byte vectors and at most short_rows_max_bytes: one element a thread, threads along the
+// flat side (returns true).
+template <class T>
+bool transpose_short_rows(const T* in, T* out, const plane_layout& layout,
+                          const call_context& call) {
+  if constexpr (sizeof(T) < 8) {
+    return false;
+  } else {
+    const auto short_rows = [](std::size_t k, std::size_t n, std::size_t flat_stride) {
+      return k * sizeof(T) <= short_rows_max_bytes && k * sizeof(T) % 16 == 0 && n > k &&
+             flat_stride == k;
+    };
+    const bool flat_in = short_rows(layout.cols, layout.rows, layout.in_row_stride);
+    const bool flat_out = !flat_in && short_rows(layout.rows, layout.cols, layout.out_row_stride);
+    if (!(flat_in || flat_out)) return false;
+    std::size_t total = layout.rows * layout.cols;
+    const std::size_t plane_items = total;
+    for (int d = 0; d < layout.batch_rank; ++d)
+      total *= layout.batch_extent[d];
+    using shape = short_rows_tuning<T>;
+    const unsigned blocks = grid_stride_blocks<shape>(
+        total, shape::threads * shape::bytes_per_thread / sizeof(T), call.limits());
+    const auto launch = [&](auto kernel) {
+      kernel<<<blocks, shape::threads, 0, call.stream()>>>(in, out, layout, plane_items, total);
+    };
+    if (flat_in) {
+      launch(transpose_short_rows_kernel<T, true>);
+    } else {
+      launch(transpose_short_rows_kernel<T, false>);
+    }
+    check_launch(call.function(), "transpose_short_rows_kernel");
+    return true;
+  }
+}
+
+// Element i of the flat side, in order (FlatIn: of `in`, n x k; else of `out`): long index
+// x = i / k and short index p = i % k of its plane, the same element at x + p * stride on
+// the side of pieces. Each thread issues all its loads before its stores.
+template <class T, bool FlatIn>
+__global__ void __launch_bounds__(short_rows_tuning<T>::threads)
+    transpose_short_rows_kernel(const T* in, T* out, plane_layout layout, std::size_t plane_items,
+                                std::size_t total) {
+  constexpr int per_thread = short_rows_tuning<T>::bytes_per_thread / int(sizeof(T));
+  const std::size_t k = FlatIn ? layout.cols : layout.rows;
+  const std::size_t piece_stride = FlatIn ? layout.out_row_stride : layout.in_row_stride;
+  const std::size_t step = std::size_t(gridDim.x) * blockDim.x * per_thread;
+  for (std::size_t first = std::size_t(blockIdx.x) * blockDim.x * per_thread + threadIdx.x;
+       first < total; first += step) {
+    T items[per_thread];
+    std::size_t to[per_thread];
+#pragma unroll
+    for (int u = 0; u < per_thread; ++u) {
+      const std::size_t i = first + std::size_t(u) * blockDim.x;
+      if (i >= total) break;
+      const std::size_t plane = layout.batch_rank > 0 ? i / plane_items : 0;
+      const std::size_t in_plane = i - plane * plane_items, x = in_plane / k;
+      const std::size_t pieces_offset = x + (in_plane - x * k) * piece_stride;
+      std::size_t in_offset = FlatIn ? in_plane : pieces_offset;
+      std::size_t out_offset = FlatIn ? pieces_offset : in_plane;
+      add_plane_offsets(plane, layout, in_offset, out_offset);
+      items[u] = in[in_offset];
+      to[u] = out_offset;
+    }
+#pragma unroll
+    for (int u = 0; u < per_thread; ++u) {
+      if (first + std::size_t(u) * blockDim.x < total) out[to[u]] = items[u];
+    }
+  }
 }
 
 // A span of the long side with all k of the short side. With FlatIn, rows [x0, x0 + count)
