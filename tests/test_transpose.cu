@@ -105,6 +105,9 @@ const shape shapes[] = {{1, 1},
                         // 4- and 8-byte elements in large tiles (enough of them to fill the
                         // GPU), cut on both sides.
                         {2049, 4097},
+                        // Aligned rows with at least 16 tiles on both sides for every
+                        // element size: tiles numbered along the output rows first.
+                        {2048, 2064},
                         // more tile rows than a grid has (65535): the kernels' grid-stride loops
                         {3000000, 1},
                         {3000000, 2}};
@@ -660,7 +663,8 @@ TEST(transpose_plan, tiles_cover_every_element_once_in_either_order) {
     EXPECT_EQ(order.plane_tiles, plane_tiles);
     std::vector<int> covered(3 * 19 * 11, 0);
     for (std::size_t t = 0; t < 3 * plane_tiles; ++t) {
-      const tile_place place = place_of_tile<side_a, side_b>(t, layout, order);
+      const tile_place place = along_b ? place_of_tile<side_a, side_b, true>(t, layout, order)
+                                       : place_of_tile<side_a, side_b, false>(t, layout, order);
       const std::size_t plane = t / plane_tiles, in_plane = t % plane_tiles;
       const std::size_t tile_b = along_b ? in_plane % tiles_b : in_plane / tiles_a;
       const std::size_t tile_a = along_b ? in_plane / tiles_b : in_plane % tiles_a;

@@ -206,7 +206,7 @@ namespace detail {
 // in the grid (not measured against other shapes).
 using permute_rows_tuning = tuning<256, 16, 8, 8>;
 
-template <class T, bool AlignedIn, bool AlignedOut>
+template <class T, bool AlignedIn, bool AlignedOut, bool AlongB>
 __global__ void transpose_planes_kernel(const T* in, T* out, plane_layout layout, tile_order order,
                                         std::size_t tiles, const T* in_end);
 template <class T, bool Aligned>
@@ -267,15 +267,18 @@ void launch_vector_tiles(const T* in, T* out, const plane_layout& layout,
     kernel<<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(in, out, layout, order, tiles,
                                                                    in + in_span);
   };
-  if (aligned_in && aligned_out) {
-    launch(transpose_planes_kernel<T, true, true>);
-  } else if (aligned_in) {
-    launch(transpose_planes_kernel<T, true, false>);
-  } else if (aligned_out) {
-    launch(transpose_planes_kernel<T, false, true>);
-  } else {
-    launch(transpose_planes_kernel<T, false, false>);
-  }
+  with_tile_direction(order, [&](auto along_b) {
+    constexpr bool b_first = decltype(along_b)::value;
+    if (aligned_in && aligned_out) {
+      launch(transpose_planes_kernel<T, true, true, b_first>);
+    } else if (aligned_in) {
+      launch(transpose_planes_kernel<T, true, false, b_first>);
+    } else if (aligned_out) {
+      launch(transpose_planes_kernel<T, false, true, b_first>);
+    } else {
+      launch(transpose_planes_kernel<T, false, false, b_first>);
+    }
+  });
   check_launch(call.function(), "transpose_planes_kernel");
 }
 
@@ -330,14 +333,14 @@ void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shap
 
 // A block a tile: its loads all in flight at once, and the blocks many (few registers and
 // threads each), so that while some wait on loads others write.
-template <class T, bool AlignedIn, bool AlignedOut>
+template <class T, bool AlignedIn, bool AlignedOut, bool AlongB>
 __global__ void __launch_bounds__(transpose_tile<T>::threads, transpose_tile<T>::min_blocks_per_sm)
     transpose_planes_kernel(const T* in, T* out, plane_layout layout, tile_order order,
                             std::size_t tiles, const T* in_end) {
   using tile = transpose_tile<T>;
   __shared__ uint4 staged_chunks[staging_of<T, AlignedIn, AlignedOut>::size];
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const tile_place place = place_of_tile<tile::side, tile::side>(t, layout, order);
+    const tile_place place = place_of_tile<tile::side, tile::side, AlongB>(t, layout, order);
     const T* tile_in = in + place.in_offset;
     T* tile_out = out + place.out_offset;
     const auto staged = staging_for<T, AlignedIn, AlignedOut>(

@@ -67,13 +67,13 @@ __device__ void write_element_columns(const T (&staged)[Tile::side_b][Tile::side
                                       std::size_t out_row_stride, const tile_place& place);
 
 // A block a tile.
-template <class T, class Tile>
+template <class T, class Tile, bool AlongB>
 __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks_per_sm)
     transpose_element_tiles_kernel(const T* in, T* out, plane_layout layout, tile_order order,
                                    std::size_t tiles) {
   __shared__ T staged[Tile::side_b][Tile::side_a + 1];
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const tile_place place = place_of_tile<Tile::side_a, Tile::side_b>(t, layout, order);
+    const tile_place place = place_of_tile<Tile::side_a, Tile::side_b, AlongB>(t, layout, order);
     stage_element_rows<T, Tile>(in + place.in_offset, layout.in_row_stride, place, staged);
     __syncthreads();
     write_element_columns<T, Tile>(staged, out + place.out_offset, layout.out_row_stride, place);
@@ -97,8 +97,10 @@ void launch_element_tiles(const T* in, T* out, const plane_layout& layout,
     require(plane_tiles <= 0xFFFFFFFF, call.function(), "rows, cols", "make more than 2^32 tiles");
     const tile_order order = order_tiles<tile::side_a, tile::side_b>(layout);
     const std::size_t tiles = plane_tiles * planes;
-    transpose_element_tiles_kernel<T, tile>
-        <<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(in, out, layout, order, tiles);
+    with_tile_direction(order, [&](auto along_b) {
+      transpose_element_tiles_kernel<T, tile, decltype(along_b)::value>
+          <<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(in, out, layout, order, tiles);
+    });
     check_launch(call.function(), "transpose_element_tiles_kernel");
   };
   using large = large_element_tile<T>;
