@@ -25,9 +25,16 @@
 // columns, at a pitch equal to its row stride modulo the elements of a vector, so that
 // each of its windows is one aligned 16-byte shared-memory read and one 16-byte store.
 //
+// 4- and 8-byte elements whose rows are off 16-byte boundaries on either side go to element
+// tiles instead, lanes along the rows on both sides, longer along the output rows. Tiles
+// are numbered along the output rows where a plane has at least 16 on both sides.
+//
 // A plane whose short side k is under a tile and contiguous (33 x 2^20, say) wastes most
 // of each tile; the skinny kernel instead moves a span of the long side, all k of it: one
-// side is then a single contiguous run, the other k row pieces, both 16-byte vectors.
+// side is then a single contiguous run, the other k row pieces, both 16-byte vectors. Short
+// sides of 8- and 16-byte elements that are whole 16-byte vectors move one element a
+// thread along the flat side; batches of planes of at most 2 KB that follow each other on
+// both sides move in groups of whole planes.
 //
 // permute first drops axes of extent one and merges axes that stay adjacent; what remains
 // is a copy, a set of planes, or (when the contiguous axis stays last) a gather of whole
@@ -36,7 +43,9 @@
 // This file: the public calls, their dispatch and the plane, in-place and row kernels.
 // transpose/plan.cuh: the host-side plan (plane layouts, the permute reduced to a copy,
 // planes or rows), tested without a GPU. transpose/tile_staging.cuh: staging a tile and
-// writing it transposed. transpose/skinny.cuh: the skinny kernel.
+// writing it transposed. transpose/element_tiles.cuh: the element tiles.
+// transpose/skinny.cuh: the skinny and short-row kernels. transpose/small_planes.cuh:
+// small planes in groups.
 #pragma once
 
 #include <cuda_runtime_api.h>
