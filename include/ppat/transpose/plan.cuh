@@ -71,7 +71,7 @@ struct tile_order {
 
 // Tiles along b first where a plane has at least this many tiles on both sides. Writing
 // the output rows' neighbouring pieces side by side moved 8192^2 f32 at 97% of copy
-// instead of 93% and odd shapes 10-25% faster; with few tiles across (2033601 x 33,
+// instead of 93% and odd shapes 9-25% faster; with few tiles across (2033601 x 33,
 // two), the input rows read in two passes lost 15 points (docs/patterns.md, "Transpose").
 constexpr std::size_t tiles_along_b_least = 16;
 
@@ -97,7 +97,7 @@ tile_order order_tiles(const plane_layout& layout) {
 
 // Tile t: plane after plane, and within a plane in `order`, whose direction AlongB a
 // kernel takes at compile time (a choice at run time cost the 4-byte vector tiles a
-// spilled register and 8-20% of their speed).
+// spilled register and 6-20% of their speed).
 template <int SideA, int SideB, bool AlongB>
 __host__ __device__ inline tile_place place_of_tile(std::size_t t, const plane_layout& layout,
                                                     const tile_order& order) {
