@@ -31,16 +31,16 @@
 namespace ppat::detail {
 
 // A tile of side_b input rows by side_a elements; the threads take 32 consecutive elements
-// of a row each warp, rows_per_step rows a step.
+// of a row each warp, rows_per_step rows a step. An SM must hold 2048 threads of it: left
+// free, the large 4-byte tile took 40 registers, one block an SM, and moved 8192^2 at 74%
+// of copy instead of 98%.
 template <class T, int SideA, int SideB, int Threads>
-struct element_tile_shape {
+struct element_tile_shape
+    : tuning<Threads, int(SideA* SideB * sizeof(T) / Threads), 2048 / Threads> {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "element tiles hold 4- or 8-byte elements");
   static_assert(SideA % 32 == 0 && SideB % 32 == 0, "whole warps along each row");
-  static constexpr int side_a = SideA, side_b = SideB, threads = Threads;
+  static constexpr int side_a = SideA, side_b = SideB;
   static constexpr int rows_per_step = Threads / 32;
-  // Blocks an SM must hold: 2048 threads. Left free, the large 4-byte tile took 40
-  // registers, one block an SM, and moved 8192^2 at 74% of copy instead of 98%.
-  static constexpr int min_blocks_per_sm = 2048 / Threads;
   static_assert(SideA % rows_per_step == 0 && SideB % rows_per_step == 0, "whole steps");
 };
 
@@ -56,7 +56,7 @@ template <class T>
 using small_element_tile = element_tile_shape<T, 32, 32, 256>;
 
 // Large tiles take a plane at least a large tile on both sides, and a grid of at least
-// this many blocks an SM: a 1023 x 1025 f32 matrix makes 128 large tiles for 132 SMs.
+// this many blocks an SM: a 1023 x 1025 f32 matrix makes 136 large tiles for 132 SMs.
 constexpr std::size_t large_element_tiles_per_sm = 4;
 
 template <class T, class Tile>
