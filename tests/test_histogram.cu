@@ -265,6 +265,24 @@ TEST(histogram_even, every_way_of_holding_counters) {
                                       "i32 odd range, global", production_only);
 }
 
+// A call that one block counts writes every bin itself, where nothing cleared `hist`: bins no
+// sample falls in must read zero through the poison. Sizes on both sides of one block (1024
+// threads, 64 bytes each: 65536 u8 samples, 16384 i32), from an aligned pointer and one
+// sample on.
+TEST(histogram_even, one_block_calls_write_every_bin) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{1000}, std::size_t{65536}, std::size_t{65553}}) {
+    check_histogram<std::uint32_t>(uniform<std::uint8_t>(n, 0, 20), 256, 0, 256, "u8 low bins",
+                                   production_only);
+    check_histogram<unsigned long long>(uniform<std::uint8_t>(n + 1, 200, 255), 256, 0, 256,
+                                        "u8 high bins", production_only);
+  }
+  for (std::size_t n : {std::size_t{16384}, std::size_t{16388}})
+    check_histogram<int>(uniform<int>(n, -5, 300), 1024, 0, 1024, "i32 low bins", production_only);
+}
+
 // 16-bit counters wrap many times: two hot bins sharing one 32-bit word (the low half's
 // carries land in a high half that wraps too), a hot bin alone in a high half, and a hot
 // last bin whose high half is the not-counted slot; the rest spread thin.
@@ -431,7 +449,9 @@ void check_multi(std::size_t num_pixels, long long low, long long high,
 TEST(multi_histogram_even, channels) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
-  for (std::size_t pixels : {std::size_t{1}, std::size_t{37}, std::size_t{1000003}}) {
+  // 16384 pixels of 4 u8 samples (and of 3) are one block's; 16401 two; 4097 of 4 f32, two.
+  for (std::size_t pixels : {std::size_t{1}, std::size_t{37}, std::size_t{4097}, std::size_t{16384},
+                             std::size_t{16401}, std::size_t{1000003}}) {
     check_multi<4, 3, std::uint8_t, std::uint32_t, int>(pixels, 0, 255, {256, 7, 100}, {0, 10, 0},
                                                         {256, 200, 256}, "RGBA u8");
     check_multi<3, 3, std::uint8_t, int, int>(pixels, 0, 255, {256, 256, 16}, {0, 0, 0},
@@ -496,6 +516,11 @@ void check_weighted(const std::vector<Sample>& samples, const std::vector<Weight
 TEST(histogram_even_weighted, exact_and_rounded_sums) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
+  // One block's calls (up to 65536 u8 samples) write every bin, those no sample reaches too.
+  for (std::size_t n : {std::size_t{1}, std::size_t{999}, std::size_t{65536}, std::size_t{65553}}) {
+    check_weighted<double>(uniform<std::uint8_t>(n, 0, 99), quarter_weights<float>(n), 1, 256, 0,
+                           256, 0.0, "u8 low bins, float weights, double counters");
+  }
   const std::size_t n = 1000003;
   const auto bytes = uniform<std::uint8_t>(n, 0, 255);
   for (std::size_t offset : {0, 1}) {  // weights 16-byte aligned with the samples, or not

@@ -6,7 +6,8 @@
 //                                                upper, stream)
 //   ppat::histogram_even_weighted(samples, weights, n, hist, num_bins, lower, upper, stream)
 //
-// Each call zeroes `hist`, then counts into it. Every channel's bins, plus one slot per
+// Each call zeroes `hist`, then counts into it; a call that one block counts in shared
+// memory writes `hist` once instead, in one launch. Every channel's bins, plus one slot per
 // channel for the samples it does not count, decide where a block keeps its counters:
 //   shared   32-bit counters (or the weighted counter type) fit one block's shared memory:
 //            the block counts into R copies of the histogram (R a power of two up to 32, as
@@ -188,7 +189,8 @@ struct histogram_job {
   // takes the same path.
   int first_slot[Active];
   int total_slots;
-  int copies_log2;  // shared, packed: copies of the histogram in a block
+  int copies_log2;     // shared, packed: copies of the histogram in a block
+  bool writes_totals;  // one block counts every pixel: it writes `hist`, no one clears it
 };
 
 template <histogram_tier Tier, class Job>
@@ -199,6 +201,8 @@ __device__ void add_packed(const Job& job, unsigned my_copy, unsigned copy_strid
 
 template <histogram_tier Tier, class Job>
 void launch_histogram(Job job, std::size_t shared_bytes, const call_context& call);
+template <class Job>
+void clear_histograms(const Job& job, const call_context& call);
 
 // The first pixel from which samples (and weights) can be read as 16-byte vectors, or
 // num_pixels when none can.
@@ -248,15 +252,15 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
   long long total_slots = 0;
   job_type job{};
   for (int c = 0; c < Active; ++c) {
-    call.check(cudaMemsetAsync(hist[c], 0, sizeof(Counter) * std::size_t(binning[c].num_bins()),
-                               call.stream()),
-               "cudaMemsetAsync");
     job.binning[c] = binning[c];
     job.hist[c] = hist[c];
     job.first_slot[c] = int(std::min<long long>(total_slots, INT32_MAX));
     total_slots += binning[c].num_bins() + 1;
   }
-  if (num_pixels == 0) return;
+  if (num_pixels == 0) {
+    clear_histograms(job, call);
+    return;
+  }
   job.pixels = pixels;
   job.weights = weights;
   job.num_pixels = num_pixels;
@@ -287,27 +291,28 @@ void count_pixels(const Sample* pixels, const Weight* weights, std::size_t num_p
 
 // Launches as many blocks as fit on the GPU at once, each reading a block-strided share of
 // the chunks. Launches split the pixels so that no block counts more than 2^31 samples into
-// its 32-bit counters.
+// its 32-bit counters. Where one block counts every pixel in shared memory, it writes each
+// bin of `hist` once and nothing clears `hist` first: a small call is one launch
+// (docs/patterns.md, "Histogram").
 template <histogram_tier Tier, class Job>
 void launch_histogram(Job job, std::size_t shared_bytes, const call_context& call) {
   constexpr int threads = histogram_tuning::threads;
-  const auto kernel = histogram_kernel<Tier, Job>;
-  allow_dynamic_shared_bytes(kernel, shared_bytes, call);
-  int per_sm = 0;
-  call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
-             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const std::size_t resident_blocks = std::size_t(std::max(per_sm, 1)) * call.limits().sm_count;
+  constexpr auto kernel = histogram_kernel<Tier, Job>;
+  allow_most_dynamic_shared_bytes<kernel>(call);
+  const std::size_t resident = std::max<std::size_t>(
+      resident_blocks<kernel>(threads, shared_bytes, call), call.limits().sm_count);
   const std::size_t launch_pixels =
       Tier == histogram_tier::global
           ? SIZE_MAX
-          : resident_blocks * ((std::size_t(1) << 31) / Job::channels) / 16 * 16;
+          : resident * ((std::size_t(1) << 31) / Job::channels) / 16 * 16;
 
   constexpr int chunk = Job::chunk;
   constexpr int step_chunks = threads * Job::chunks_per_step;
   const auto* pixels = job.pixels;
   const auto* weights = job.weights;
   const std::size_t num_pixels = job.num_pixels;
-  for (std::size_t first = 0; first < num_pixels; first += launch_pixels) {
+  // Places `job` on one launch's pixels, from pixel `first`; returns the blocks they take.
+  const auto place = [&](std::size_t first) -> std::size_t {
     job.num_pixels = std::min(launch_pixels, num_pixels - first);
     job.pixels = pixels + first * Job::channels;
     if constexpr (Job::weighted) job.weights = weights + first;
@@ -316,9 +321,27 @@ void launch_histogram(Job job, std::size_t shared_bytes, const call_context& cal
     const std::size_t loose_pixels = job.num_pixels - job.chunks * chunk / Job::channels;
     const std::size_t wanted = std::max(
         {ceil_div(job.chunks, step_chunks), ceil_div(loose_pixels, threads), std::size_t(1)});
-    const unsigned blocks = unsigned(std::min(wanted, resident_blocks));
+    return std::min(wanted, resident);
+  };
+  job.writes_totals =
+      Tier == histogram_tier::shared && num_pixels <= launch_pixels && place(0) == 1;
+  if (!job.writes_totals) clear_histograms(job, call);
+  for (std::size_t first = 0; first < num_pixels; first += launch_pixels) {
+    const unsigned blocks = unsigned(place(first));
     kernel<<<blocks, threads, shared_bytes, call.stream()>>>(job);
     check_launch(call.function(), "histogram_kernel");
+  }
+}
+
+// Zeroes every channel's counters before blocks add into them.
+template <class Job>
+void clear_histograms(const Job& job, const call_context& call) {
+  using Counter = typename Job::counter_type;
+  for (int c = 0; c < Job::active; ++c) {
+    call.check(
+        cudaMemsetAsync(job.hist[c], 0, sizeof(Counter) * std::size_t(job.binning[c].num_bins()),
+                        call.stream()),
+        "cudaMemsetAsync");
   }
 }
 
@@ -344,7 +367,11 @@ __device__ __forceinline__ void add_block_counts(const Job& job,
           sum += (words[((slot >> 1) << job.copies_log2) + copy] >> (16 * (slot & 1))) & 0xFFFF;
         }
       }
-      if (sum != total(0)) atomic_add(job.hist[c] + b, Counter(sum));
+      if (job.writes_totals) {
+        job.hist[c][b] = Counter(sum);
+      } else if (sum != total(0)) {
+        atomic_add(job.hist[c] + b, Counter(sum));
+      }
     }
   }
 }
@@ -398,8 +425,10 @@ __global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::m
       if (counted) atomic_add(job.hist[channel] + bin, Counter(amount));
     }
   };
-  // Every thread of the block calls this the same number of times, so that where counters
-  // are contended (global), a warp whose samples all fall in one bin can add them at once.
+  // Where counters are contended (global), every thread of the block calls this the same
+  // number of times, so that a warp whose samples all fall in one bin can add them at once.
+  // Counters in the block skip the samples past the end: in a small call, a block's threads
+  // adding them all to one slot took longer than the samples (docs/patterns.md).
   const auto count = [&](int channel, Sample sample, shared_counter amount, bool valid) {
     const int bin = valid ? job.binning[channel](sample) : job.binning[channel].num_bins();
     if constexpr (!in_block && !Job::weighted) {
@@ -434,6 +463,7 @@ __global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::m
     }
 #pragma unroll
     for (int s = 0; s < steps; ++s) {
+      if (in_block && !valid[s]) continue;
 #pragma unroll
       for (int j = 0; j < chunk; ++j) {
         if (j % channels >= Job::active) continue;
@@ -459,6 +489,7 @@ __global__ void __launch_bounds__(histogram_tuning::threads, histogram_tuning::m
        base += grid_threads) {
     const std::size_t i = base + threadIdx.x;
     const bool valid = i < loose_pixels;
+    if (in_block && !valid) break;  // the later rounds are past the end too
     const std::size_t pixel = i < job.head_pixels ? i : i + chunk_pixels;
 #pragma unroll
     for (int c = 0; c < Job::active; ++c) {

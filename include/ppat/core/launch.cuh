@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "device.cuh"
 #include "error.cuh"
@@ -83,20 +84,45 @@ void allow_dynamic_shared_bytes(Kernel kernel, std::size_t bytes, const call_con
   }
 }
 
+// Lets `Kernel` take as much dynamic shared memory as a block may have beside its static
+// shared memory, once per device: for a kernel whose shared memory varies from call to call
+// (the histogram's, with its bins). Set per call, the limit cost host time on every call,
+// and a smaller limit set by a concurrent call could fail a larger launch.
+template <auto Kernel>
+void allow_most_dynamic_shared_bytes(const call_context& call) {
+  constexpr int most_devices = 64;
+  static std::atomic<bool> allowed[most_devices] = {};
+  const bool remembered = call.device() < most_devices;
+  if (remembered && allowed[call.device()].load(std::memory_order_acquire)) return;
+  cudaFuncAttributes attributes{};
+  call.check(cudaFuncGetAttributes(&attributes, Kernel), "cudaFuncGetAttributes");
+  const int most = call.limits().shared_bytes_per_block_optin - int(attributes.sharedSizeBytes);
+  call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
+             "cudaFuncSetAttribute");
+  if (remembered) allowed[call.device()].store(true, std::memory_order_release);
+}
+
 // Blocks of `Kernel` (of `threads` threads and `shared_bytes` of dynamic shared memory) that
-// fit on the call's GPU at once, asked of the runtime once per device.
+// fit on the call's GPU at once, asked of the runtime once per device for the shared memory
+// last asked about (a histogram's varies with its bins).
 template <auto Kernel>
 std::size_t resident_blocks(int threads, std::size_t shared_bytes, const call_context& call) {
   constexpr int most_devices = 64;
-  static std::atomic<int> per_sm[most_devices] = {};
+  // One plus (shared_bytes << 16 | blocks an SM), as last asked; 0 before the first question.
+  static std::atomic<std::uint64_t> last_asked[most_devices] = {};
   if (call.device() >= most_devices) return 0;
-  int blocks = per_sm[call.device()].load(std::memory_order_relaxed);
-  if (blocks == 0) {
-    allow_dynamic_shared_bytes(Kernel, shared_bytes, call);
+  std::atomic<std::uint64_t>& known = last_asked[call.device()];
+  const std::uint64_t entry = known.load(std::memory_order_relaxed);
+  int blocks = 0;
+  if (entry != 0 && (entry - 1) >> 16 == shared_bytes) {
+    blocks = int((entry - 1) & 0xFFFF);
+  } else {
+    allow_most_dynamic_shared_bytes<Kernel>(call);
     call.check(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, threads, shared_bytes),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    per_sm[call.device()].store(blocks, std::memory_order_relaxed);
+    known.store(1 + ((std::uint64_t(shared_bytes) << 16) | std::uint64_t(blocks)),
+                std::memory_order_relaxed);
   }
   return std::size_t(blocks) * std::size_t(call.limits().sm_count);
 }
