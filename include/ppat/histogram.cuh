@@ -298,7 +298,7 @@ template <histogram_tier Tier, class Job>
 void launch_histogram(Job job, std::size_t shared_bytes, const call_context& call) {
   constexpr int threads = histogram_tuning::threads;
   constexpr auto kernel = histogram_kernel<Tier, Job>;
-  allow_most_dynamic_shared_bytes<kernel>(call);
+  allow_dynamic_shared_bytes<kernel>(call);
   const std::size_t resident = std::max<std::size_t>(
       resident_blocks<kernel>(threads, shared_bytes, call), call.limits().sm_count);
   const std::size_t launch_pixels =

@@ -266,7 +266,7 @@ void select_in_clusters(const K* in, std::size_t rows, std::size_t cols, std::si
                         bool descending, const select_cluster_shape& shape, K* taken_keys,
                         Index* taken_positions, const call_context& call) {
   constexpr auto kernel = select_rows_cluster_kernel<K, Index>;
-  allow_dynamic_shared_bytes(kernel, shape.shared_bytes, call);
+  allow_dynamic_shared_bytes<kernel>(call);
   cudaLaunchAttribute cluster_size{};
   cluster_size.id = cudaLaunchAttributeClusterDimension;
   cluster_size.val.clusterDim.x = shape.blocks;

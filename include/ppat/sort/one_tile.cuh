@@ -94,7 +94,7 @@ template <class Shape, class K, class V>
 void one_tile_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                    radix_passes passes, order ord, int end_bit, const call_context& call) {
   constexpr std::size_t shared_bytes = sizeof(tile_storage<Shape, K, V>);
-  allow_dynamic_shared_bytes(one_tile_sort_kernel<Shape, K, V>, shared_bytes, call);
+  allow_dynamic_shared_bytes<one_tile_sort_kernel<Shape, K, V>>(call);
   one_tile_sort_kernel<Shape><<<1, Shape::threads, shared_bytes, call.stream()>>>(
       keys_in, keys_out, values_in, values_out, unsigned(n), passes, ord, end_bit);
   check_launch(call.function(), "one_tile_sort_kernel");

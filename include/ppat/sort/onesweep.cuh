@@ -155,7 +155,7 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
 
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
-  allow_dynamic_shared_bytes(onesweep_kernel<shape, K, V>, shared_bytes, call);
+  allow_dynamic_shared_bytes<onesweep_kernel<shape, K, V>>(call);
   const std::size_t portions = ceil_div(n, portion_items);
   for (int pass = 0; pass < passes.count; ++pass) {
     unsigned long long* const starts = scratch.starts + std::size_t(pass) * 2 * radix;

@@ -523,7 +523,7 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
     constexpr auto kernel = segment_group_sort_kernel<shape, Segments, K, V>;
     constexpr std::size_t groups_per_block = group_sort_threads / shape::lanes;
     constexpr std::size_t shared_bytes = sizeof(group_staging<K, V, shape>);
-    allow_dynamic_shared_bytes(kernel, shared_bytes, call);
+    allow_dynamic_shared_bytes<kernel>(call);
     const std::size_t blocks =
         std::min(ceil_div(most_segments, groups_per_block),
                  resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
@@ -535,7 +535,7 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
     using shape = segment_block_shape<K, V, Bin>;
     constexpr auto kernel = segment_block_sort_kernel<shape, Segments, K, V>;
     constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
-    allow_dynamic_shared_bytes(kernel, shared_bytes, call);
+    allow_dynamic_shared_bytes<kernel>(call);
     const std::size_t blocks =
         std::min(most_segments, resident_blocks<kernel>(shape::threads, shared_bytes, call));
     kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), shape::threads, shared_bytes,
@@ -732,7 +732,7 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   constexpr auto pass_kernel = chained_onesweep_kernel<shape, K, V>;
   constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
-  allow_dynamic_shared_bytes(pass_kernel, shared_bytes, call);
+  allow_dynamic_shared_bytes<pass_kernel>(call);
   const unsigned pass_blocks = unsigned(
       std::min(most_tiles, resident_blocks<pass_kernel>(shape::threads, shared_bytes, call)));
   const int end_bit = 8 * int(sizeof(K));

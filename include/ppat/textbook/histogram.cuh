@@ -76,8 +76,8 @@ void histogram_even_shared_atomics(const Sample* samples, std::size_t n, Counter
       std::min<int>(num_bins, int(limits.shared_bytes_per_block_optin / sizeof(Counter)));
   const std::size_t shared_bytes = std::size_t(window_bins) * sizeof(Counter);
   using binning = std::remove_const_t<decltype(bin_of)>;
-  const auto kernel = detail::histogram_shared_atomics_kernel<Sample, Counter, binning>;
-  ppat::detail::allow_dynamic_shared_bytes(kernel, shared_bytes, call);
+  constexpr auto kernel = detail::histogram_shared_atomics_kernel<Sample, Counter, binning>;
+  ppat::detail::allow_dynamic_shared_bytes<kernel>(call);
 
   // As many resident blocks per SM as shared memory allows (1 KB a block is the system's).
   const int per_sm = int(limits.shared_bytes_per_sm / (shared_bytes + 1024));
