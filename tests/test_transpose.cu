@@ -308,6 +308,27 @@ TEST(transpose, leading_dimensions_and_alignment) {
   check_leading_dimensions_all<bytes16>();
 }
 
+// Word columns: short sides of 2 to 8 elements (1 and 2 bytes; 4 and 8 of 4 bytes), flat on
+// either side, the long side's rows on 4-byte boundaries. Long sides that end in a partial
+// word through leading dimensions (the elements after the last whole word one by one).
+template <class T>
+void check_word_columns() {
+  for (std::size_t k = 2; k <= 8; ++k) {
+    check_transpose<T>(k, 4124);
+    check_transpose<T>(4124, k);
+    check_leading_dimensions<T>(k, 1001, 3, 0, 0);
+    check_leading_dimensions<T>(1001, k, 0, 3, 0);
+  }
+}
+
+TEST(transpose, word_columns) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  check_word_columns<std::uint8_t>();
+  check_word_columns<std::uint16_t>();
+  check_word_columns<float>();
+}
+
 template <class T>
 void check_batched(std::size_t batch, std::size_t rows, std::size_t cols) {
   if (ppat_test::over_item_budget(batch * rows * cols)) return;
@@ -338,6 +359,8 @@ void check_batched_all() {
   check_batched<T>(3, 5, 1000);  // and in `out`
   check_batched<T>(1000, 16, 16);
   check_batched<T>(1000, 8, 24);  // short rows of 8- and 16-byte elements over a batch
+  check_batched<T>(50, 8, 1028);  // word columns over a batch, flat in `out`
+  check_batched<T>(50, 1028, 5);  // and in `in`
 }
 
 TEST(transpose, batched) {

@@ -32,9 +32,11 @@
 // A plane whose short side k is under a tile and contiguous (33 x 2^20, say) wastes most
 // of each tile; the skinny kernel instead moves a span of the long side, all k of it: one
 // side is then a single contiguous run, the other k row pieces, both 16-byte vectors. Short
-// sides of 8- and 16-byte elements that are whole 16-byte vectors move one element a
-// thread along the flat side; batches of planes of at most 2 KB that follow each other on
-// both sides move in groups of whole planes.
+// sides of 2 to 8 one- and two-byte elements (and of 4 or 8 four-byte ones) whose rows are
+// on 4-byte boundaries move a word column a thread, transposed in registers; short sides of
+// 8- and 16-byte elements that are whole 16-byte vectors move one element a thread along
+// the flat side; batches of planes of at most 2 KB that follow each other on both sides
+// move in groups of whole planes.
 //
 // permute first drops axes of extent one and merges axes that stay adjacent; what remains
 // is a copy, a set of planes, or (when the contiguous axis stays last) a gather of whole
@@ -44,8 +46,8 @@
 // transpose/plan.cuh: the host-side plan (plane layouts, the permute reduced to a copy,
 // planes or rows), tested without a GPU. transpose/tile_staging.cuh: staging a tile and
 // writing it transposed. transpose/element_tiles.cuh: the element tiles.
-// transpose/skinny.cuh: the skinny and short-row kernels. transpose/small_planes.cuh:
-// small planes in groups.
+// transpose/skinny.cuh: the skinny and short-row kernels. transpose/word_columns.cuh: word
+// columns. transpose/small_planes.cuh: small planes in groups.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -70,6 +72,7 @@
 #include "transpose/skinny.cuh"
 #include "transpose/small_planes.cuh"
 #include "transpose/tile_staging.cuh"
+#include "transpose/word_columns.cuh"
 
 namespace ppat {
 namespace detail {
@@ -235,7 +238,8 @@ void copy_elements(const T* in, T* out, std::size_t count, const call_context& c
 
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call) {
-  if (transpose_small_planes(in, out, layout, call) || transpose_skinny(in, out, layout, call) ||
+  if (transpose_small_planes(in, out, layout, call) ||
+      transpose_word_columns(in, out, layout, call) || transpose_skinny(in, out, layout, call) ||
       transpose_short_rows(in, out, layout, call))
     return;
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {

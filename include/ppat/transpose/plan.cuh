@@ -124,20 +124,22 @@ void with_tile_direction(const tile_order& order, Launch&& launch) {
   }
 }
 
-// True when every plane of `data` starts on a 16-byte boundary.
+// True when every plane of `data` starts on a `bytes` boundary (16 unless said).
 template <class T>
-bool planes_aligned(const T* data, const std::size_t* batch_strides, int batch_rank) {
-  bool aligned = aligned_to(data, 16);
+bool planes_aligned(const T* data, const std::size_t* batch_strides, int batch_rank,
+                    std::size_t bytes = 16) {
+  bool aligned = aligned_to(data, bytes);
   for (int d = 0; d < batch_rank; ++d)
-    aligned = aligned && batch_strides[d] * sizeof(T) % 16 == 0;
+    aligned = aligned && batch_strides[d] * sizeof(T) % bytes == 0;
   return aligned;
 }
 
-// True when every row of every plane of `data` starts on a 16-byte boundary.
+// True when every row of every plane of `data` starts on a `bytes` boundary (16 unless said).
 template <class T>
 bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batch_strides,
-                  int batch_rank) {
-  return row_stride * sizeof(T) % 16 == 0 && planes_aligned(data, batch_strides, batch_rank);
+                  int batch_rank, std::size_t bytes = 16) {
+  return row_stride * sizeof(T) % bytes == 0 &&
+         planes_aligned(data, batch_strides, batch_rank, bytes);
 }
 
 // Blocks for `work` items of a grid-stride kernel: one each, up to the launch limit.
