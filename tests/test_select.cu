@@ -270,14 +270,25 @@ void check_select_flagged(const std::vector<T>& in, const std::vector<Flag>& fla
               });
 }
 
+// partition as the public call runs it (over several tiles: all resident and waiting for the
+// last, or counted first beyond that), or with the count pass forced at any size.
 template <class T>
-void check_partition(const std::vector<T>& in, std::size_t offset = 0) {
+void check_partition(
+    const std::vector<T>& in, std::size_t offset = 0,
+    ppat::detail::partition_total total = ppat::detail::partition_total::whichever_fits) {
   if (ppat_test::over_item_budget(in.size())) return;
   const auto kept = ppat_reference::select(in, [&](std::size_t i) { return odd_key{}(in[i]); });
   expect_kept(
       in, offset, kept.size(), ppat_reference::stable_partition(in, odd_key{}), "partition",
       [&](const T* from, T* to, auto count) {
-        ppat::partition(from, to, count, in.size(), odd_key{});
+        if (total == ppat::detail::partition_total::whichever_fits) {
+          ppat::partition(from, to, count, in.size(), odd_key{});
+        } else {
+          ppat::detail::select<ppat::detail::rejected_items::after_kept>(
+              ppat::detail::plain_selection<T, ppat::detail::predicate_rule<odd_key>>{
+                  from, to, nullptr, nullptr, nullptr, count, in.size(), {odd_key{}}},
+              "ppat::partition", 0, total);
+        }
       },
       /*whole=*/true);
 }
@@ -364,6 +375,7 @@ void selections_of_every_pattern(std::size_t n) {
     const auto in = items_selected_by<T>(bits_of(p, n));
     check_select_if(in);
     check_partition(in);
+    check_partition(in, 0, ppat::detail::partition_total::count_pass);
     check_partition_copy(in);
   }
 }
@@ -556,6 +568,8 @@ TEST(select, unaligned_buffers) {
       check_select_if(items_selected_by<std::uint8_t>(bits), 1);
       check_select_if(items_selected_by<std::int32_t>(bits), 1);
       check_partition(items_selected_by<std::uint64_t>(bits), 1);
+      check_partition(items_selected_by<std::uint64_t>(bits), 1,
+                      ppat::detail::partition_total::count_pass);
       check_partition_copy(items_selected_by<std::int32_t>(bits), 1);
       check_partition_copy(items_selected_by<triple>(bits), 1);
       std::vector<std::uint8_t> flags(n);
@@ -612,9 +626,9 @@ TEST(select, stream_and_graph_capture) {
   const std::size_t n = 1000003;
   auto items = items_selected_by<std::int32_t>(bits_of(pattern::half, n));
   auto keys = items_in_runs<std::int32_t>(bits_of(pattern::half, n));
-  placed<std::int32_t> input(items, 0), selected(n, 0), partitioned(n, 0), key_input(keys, 0),
-      unique_keys(n, 0), sums(n, 0);
-  device_buffer<std::size_t> counts(3);
+  placed<std::int32_t> input(items, 0), selected(n, 0), partitioned(n, 0), counted_first(n, 0),
+      key_input(keys, 0), unique_keys(n, 0), sums(n, 0);
+  device_buffer<std::size_t> counts(4);
   cudaStream_t stream;
   PPAT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   ppat_test::capture_and_replay(
@@ -624,13 +638,24 @@ TEST(select, stream_and_graph_capture) {
         ppat::partition(input.data(), partitioned.data(), counts.data() + 1, n, odd_key{}, stream);
         ppat::reduce_by_key(key_input.data(), input.data(), unique_keys.data(), sums.data(),
                             counts.data() + 2, n, ppat::plus{}, stream);
+        ppat::detail::select<ppat::detail::rejected_items::after_kept>(
+            ppat::detail::plain_selection<std::int32_t, ppat::detail::predicate_rule<odd_key>>{
+                input.data(),
+                counted_first.data(),
+                nullptr,
+                nullptr,
+                nullptr,
+                counts.data() + 3,
+                n,
+                {odd_key{}}},
+            "ppat::partition", stream, ppat::detail::partition_total::count_pass);
       },
       [&](int) {
         items = items_selected_by<std::int32_t>(bits_of(pattern::half, n));
         keys = items_in_runs<std::int32_t>(bits_of(pattern::five_percent, n));
         input.buffer.upload(items);
         key_input.buffer.upload(keys);
-        for (auto* output : {&selected, &partitioned, &sums})
+        for (auto* output : {&selected, &partitioned, &counted_first, &sums})
           output->buffer.poison();
         counts.poison();
       },
@@ -640,9 +665,11 @@ TEST(select, stream_and_graph_capture) {
             ppat_reference::select(items, [&](std::size_t i) { return odd_key{}(items[i]); });
         EXPECT_EQ(got[0], expected.size());
         EXPECT_EQ(got[1], expected.size());
+        EXPECT_EQ(got[3], expected.size());
         expect_output(selected, expected, "select_if");
-        expect_output(partitioned, ppat_reference::stable_partition(items, odd_key{}), "partition",
-                      true);
+        const auto partitioned_items = ppat_reference::stable_partition(items, odd_key{});
+        expect_output(partitioned, partitioned_items, "partition", true);
+        expect_output(counted_first, partitioned_items, "partition, counted first", true);
         const auto expected_sums = ppat_reference::reduce_by_key(keys, items, ppat::plus{});
         EXPECT_EQ(got[2], expected_sums.size());
         auto got_sums = sums.download();

@@ -22,11 +22,11 @@
 // where the last head before a tile sits.
 //
 // partition keeps the rejected items in input order too, after the selected ones. Where they
-// start is the total selected, which only the last tile learns, so over several tiles each
-// tile writes its rejected items from the end of `out` backwards, and a second kernel
-// (select/partition.cuh) reverses that run in place: the rejected items move twice.
-// partition_copy writes them to an output of their own, after those of the tiles before: the
-// tile's look-back tells it how many items those rejected too, so it moves each item once.
+// start is the total selected, which only the last tile learns: where every tile fits on the
+// GPU at once, one cooperative launch lets the tiles wait for it; larger inputs are counted
+// first (select/partition.cuh), one more read. partition_copy writes them to an output of
+// their own, after those of the tiles before: the tile's look-back tells it how many items
+// those rejected too, so it reads and writes each item once at any size.
 //
 // reduce_by_key is a scan by key: it lives beside the scans by key, in scan/by_key.cuh.
 #pragma once
@@ -53,9 +53,15 @@
 namespace ppat {
 namespace detail {
 
+// How partition learns the total kept over several tiles: by waiting for the last tile where
+// all fit on the GPU at once, from a count pass otherwise. Tests ask for the count pass on
+// inputs of every size.
+enum class partition_total { whichever_fits, count_pass };
+
 template <rejected_items Rejected = rejected_items::dropped, class T, class V, class Count,
           class Rule>
-void select(const select_buffers<T, V, Count, Rule>& io, const char* function, cudaStream_t stream);
+void select(const select_buffers<T, V, Count, Rule>& io, const char* function, cudaStream_t stream,
+            partition_total total = partition_total::whichever_fits);
 
 }  // namespace detail
 
@@ -139,8 +145,8 @@ void run_length_encode(const T* in, T* unique_out, Count* counts_out, std::size_
 namespace detail {
 
 template <rejected_items Rejected, class T, class V, class Count, class Rule>
-void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
-            cudaStream_t stream) {
+void select(const select_buffers<T, V, Count, Rule>& io, const char* function, cudaStream_t stream,
+            partition_total total) {
   using buffers = select_buffers<T, V, Count, Rule>;
   constexpr bool has_values = buffers::has_values;
   constexpr bool has_counts = buffers::has_counts;
@@ -229,22 +235,45 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function,
   constexpr bool vector_loads = one_access<T, vec> || vector_values;
   const bool aligned = (!one_access<T, vec> || aligned_to(io.in, 16)) &&
                        (!vector_values || aligned_to(io.values_in, 16));
+  const auto run_tiles = [&](auto aligned_loads) {
+    constexpr bool Aligned = decltype(aligned_loads)::value;
+    constexpr auto kernel = select_kernel<shape, Rejected, Aligned, T, V, Count, Rule>;
+    buffers tile_io = io;
+    bool wait_for_last_tile = false;
+    if constexpr (Rejected == rejected_items::after_kept) {
+      if (tiles > 1) {
+        wait_for_last_tile = total == partition_total::whichever_fits &&
+                             tiles <= resident_blocks<kernel>(shape::threads, 0, call);
+        if (!wait_for_last_tile) {
+          call.check(cudaMemsetAsync(io.num_selected, 0, sizeof(std::size_t), call.stream()),
+                     "cudaMemsetAsync");
+          count_selected_kernel<shape, Aligned>
+              <<<grid_stride_blocks(tiles, 1, call.limits(), shape::min_blocks_per_sm),
+                 shape::threads, 0, call.stream()>>>(io, unsigned(tiles));
+          check_launch(function, "count_selected_kernel");
+          tile_io.total_counted = true;
+        }
+      }
+    }
+    if (wait_for_last_tile) {
+      // Every tile resident at once, which a cooperative launch guarantees (or refuses).
+      lookback_state<select_tally> tile_state = state;
+      void* arguments[] = {&tile_io, &tile_state};
+      call.check(
+          cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(tiles)),
+                                      dim3(shape::threads), arguments, 0, call.stream()),
+          "cudaLaunchCooperativeKernel");
+    } else {
+      kernel<<<unsigned(tiles), shape::threads, 0, call.stream()>>>(tile_io, state);
+      check_launch(function, "select_kernel");
+    }
+  };
   if (aligned) {
-    select_kernel<shape, Rejected, true>
-        <<<unsigned(tiles), shape::threads, 0, call.stream()>>>(io, state);
+    run_tiles(std::true_type{});
   } else if constexpr (vector_loads) {
-    select_kernel<shape, Rejected, false>
-        <<<unsigned(tiles), shape::threads, 0, call.stream()>>>(io, state);
+    run_tiles(std::false_type{});
   }
-  check_launch(function, "select_kernel");
   flags.release();
-  if (Rejected == rejected_items::after_kept && tiles > 1) {
-    // As many blocks as the most rejected items need; those past the real count return.
-    using reverse = reverse_shape<T>;
-    reverse_rejected_kernel<<<unsigned(ceil_div(n / 2, reverse::items)), reverse::threads, 0,
-                              call.stream()>>>(io.out, io.num_selected, n);
-    check_launch(function, "reverse_rejected_kernel");
-  }
 }
 
 }  // namespace detail

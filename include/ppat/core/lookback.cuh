@@ -366,4 +366,16 @@ __device__ partial<T> wait_for_prefix(const lookback_state<T>& state, unsigned t
   }
 }
 
+// By one lane, in a kernel whose tiles are all resident at once (a cooperative launch), where
+// a tile may wait on tiles after it: the last tile's inclusive prefix, once published (the
+// total, which places partition's rejected items).
+template <class T>
+__device__ T wait_for_last_inclusive(const lookback_state<T>& state) {
+  for (;;) {
+    const slot_read<T> read = read_slot(state, state.tiles - 1);
+    if (read.status == status_inclusive) return read.value;
+    __nanosleep(64);  // every waiting tile polls this one word
+  }
+}
+
 }  // namespace ppat::detail

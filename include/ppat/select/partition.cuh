@@ -1,55 +1,41 @@
-// partition's second step. Over several tiles each tile writes its rejected items from the
-// end of `out` backwards, since only the last tile learns where they start; this kernel
-// puts that run back in input order.
+// partition's count pass. partition writes its rejected items after every kept one, so each
+// tile must learn the total kept before it writes them. Where every tile fits on the GPU at
+// once, the tiles wait for the last one's inclusive prefix (one cooperative launch); beyond
+// that, this pass counts the kept items first, and the tiles then read the total: one more
+// read of the input, the least a stable partition in one buffer can add (docs/patterns.md,
+// "Stream compaction, unique, runs").
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 
-#include "../core/launch.cuh"
-#include "../core/shared_storage.cuh"
-#include "../core/staged_run.cuh"
+#include "../core/operators.cuh"
+#include "../core/warp.cuh"
+#include "rules.cuh"
+#include "tile.cuh"
 
 namespace ppat::detail {
 
-// Puts partition's rejected items, written in reverse from the end of `out`, back in input
-// order. Block b swaps pairs [b x items, (b + 1) x items) of the run: it reads the two runs
-// that mirror each other as whole 16-byte vectors into shared memory, reverses each there,
-// and writes each where the other was: 16 KB of each run a block.
-template <class T>
-struct reverse_shape : tuning<256, 64, 0> {
-  static constexpr int items = std::max(threads * bytes_per_thread / int(sizeof(T)), 1);
-};
-
-template <class T>
-__global__ void __launch_bounds__(reverse_shape<T>::threads, reverse_shape<T>::min_blocks_per_sm)
-    reverse_rejected_kernel(T* out, const std::size_t* num_selected, std::size_t n) {
-  constexpr int threads = reverse_shape<T>::threads;
-  constexpr int items = reverse_shape<T>::items;
-  constexpr int words = int(ceil_div(std::size_t(items) * sizeof(T), 16)) + 1;
-  __shared__ uninitialized_array<uint4, words> low_staged, high_staged;
-  const std::size_t first = *num_selected;
-  const std::size_t pairs = (n - first) / 2;
-  const std::size_t first_pair = std::size_t(blockIdx.x) * items;
-  if (first_pair >= pairs) return;
-  const int count = int(min(pairs - first_pair, std::size_t(items)));
-  T* const low = out + first + first_pair;
-  T* const high = out + (n - first_pair - count);
-  T* const low_items = reinterpret_cast<T*>(&low_staged[0]);
-  T* const high_items = reinterpret_cast<T*>(&high_staged[0]);
-  load_run<threads>(low, low_items, count);
-  load_run<threads>(high, high_items, count);
-  __syncthreads();
-  for (int k = int(threadIdx.x); k < count / 2; k += threads) {
-    const T low_item = low_items[k], high_item = high_items[k];
-    low_items[k] = low_items[count - 1 - k];
-    low_items[count - 1 - k] = low_item;
-    high_items[k] = high_items[count - 1 - k];
-    high_items[count - 1 - k] = high_item;
+// Adds the items the rule keeps into *io.num_selected (zeroed before). The blocks loop over the
+// selection's tiles from the last to the first, so that the first tiles, which the partition
+// pass takes first, are the ones still in L2 when it starts.
+template <class Shape, bool Aligned, class T, class V, class Count, class Rule>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    count_selected_kernel(select_buffers<T, V, Count, Rule> io, unsigned tiles) {
+  unsigned long long kept = 0;
+  for (long long t = static_cast<long long>(tiles) - 1 - blockIdx.x; t >= 0; t -= gridDim.x) {
+    const select_tile<Shape> tile(unsigned(t), io.n);
+    register_items<T, Shape::vec> items[Shape::rows];
+    register_items<value_or_char<V>, Shape::vec> values[has_values_of<V> ? Shape::rows : 1];
+    load_tile<Shape, Aligned>(io, tile, items, values);
+    unsigned selected[Shape::rows];
+    pick_items(io, tile, items, selected);
+#pragma unroll
+    for (int r = 0; r < Shape::rows; ++r)
+      kept += unsigned(__popc(selected[r]));
   }
-  __syncthreads();
-  store_staged<threads>(low, high_items, count);
-  store_staged<threads>(high, low_items, count);
+  kept = warp_reduce_commutative(kept, plus{});
+  if (lane_id() == 0 && kept != 0)
+    atomicAdd(reinterpret_cast<unsigned long long*>(io.num_selected), kept);
 }
 
 }  // namespace ppat::detail

@@ -16,7 +16,8 @@ namespace ppat::detail {
 // What a selection reads and writes: the items examined and kept (`T`), the values that
 // travel with them (`V`: unique_by_key's), the length of each kept item's run (`Count`:
 // run_length_encode's), and the rule that picks them. no_values where there are none.
-// `rejected_out` receives partition_copy's rejected items (null elsewhere).
+// `rejected_out` receives partition_copy's rejected items (null elsewhere); `total_counted`
+// says that a count pass has left partition's total kept in *num_selected.
 template <class T, class V, class Count, class Rule>
 struct select_buffers {
   const T* in;
@@ -28,6 +29,7 @@ struct select_buffers {
   std::size_t n;
   Rule rule;
   T* rejected_out = nullptr;
+  bool total_counted = false;
   static constexpr bool has_values = has_values_of<V>;
   static constexpr bool has_counts = !std::is_same_v<Count, no_values>;
 };

@@ -6,7 +6,8 @@
 //                      offsets), and the tile's tally, published at once for the tiles after
 //   stage_tile         warp 0 learns what the tiles before kept (core/lookback.cuh) while the
 //                      other warps stage the tile in shared memory in output order
-//   store_tile         the kept run (and the partitions' rejected one) as whole 16-byte vectors
+//   store_tile         the kept run (and the partitions' rejected one) as whole 16-byte vectors;
+//                      partition's rejected run once the tile knows the total kept
 //   write_run_lengths  run_length_encode's counts, from the staged positions of run heads
 //
 // No register holds an item while the tile waits on the look-back.
@@ -135,6 +136,7 @@ struct select_tile_storage {
   unsigned tile;
   unsigned tile_selected;
   select_tally tally_before_tile;
+  std::uint64_t kept_in_all;  // partition: every tile's kept items, which the rejected follow
   block_scan_storage<Shape::warps, unsigned> warp_offsets;
   unsigned warp_last_heads[has_counts ? Shape::warps : 1];
   lookback_storage<select_tally> lookback;
@@ -265,8 +267,7 @@ __device__ __forceinline__ void publish_count(const select_tile<Shape>& tile,
   });
 }
 
-// Kept items at their ranks, then (the partitions) the rejected ones; for partition over
-// several tiles those go in reverse, as they are written from the end of `out`. Warp 0
+// Kept items at their ranks, then (the partitions) the rejected ones in input order. Warp 0
 // stages its part once it knows the prefix: a tile waits only on the look-back.
 template <class Shape, rejected_items Rejected, class T, class V, class Count, class Rule,
           class Items, class Values>
@@ -283,12 +284,12 @@ __device__ __forceinline__ void stage_tile(
         tally_op{}, storage.lookback);
     if (lane_id() == 0) {
       storage.tally_before_tile = before.value;
-      if (tile.last(io.n)) *io.num_selected = before.value.count() + tile_count;
+      if (tile.last(io.n) && !io.total_counted)
+        *io.num_selected = before.value.count() + tile_count;
     }
   }
   const partial<unsigned> before_warp = storage.warp_offsets.warp_prefixes[threadIdx.x / 32];
   const unsigned warp_offset = before_warp.valid ? before_warp.value : 0u;
-  const unsigned tile_rejected = tile.items(io.n) - tile_count;
   T* const staged_items = reinterpret_cast<T*>(&storage.staged.first[0]);
   auto* const staged_second =
       reinterpret_cast<typename staging::second_kind*>(&storage.staged.second[0]);
@@ -304,19 +305,30 @@ __device__ __forceinline__ void stage_tile(
         if constexpr (std::is_same_v<typename staging::second_kind, std::uint16_t>)
           staged_second[rank] = std::uint16_t(position);
       } else if (Rejected != rejected_items::dropped && position < tile.items(io.n)) {
-        const unsigned rejected_rank = position - rank;
-        const bool reversed = Rejected == rejected_items::after_kept && state.tiles > 1;
-        staged_items[tile_count + (reversed ? tile_rejected - 1 - rejected_rank : rejected_rank)] =
-            items[r][j];
+        staged_items[tile_count + position - rank] = items[r][j];
       }
     }
   }
   __syncthreads();
 }
 
+// partition's total kept, which its rejected items follow. The last tile knows it; the others
+// read it where a count pass left it or, all tiles resident at once, wait for the last tile's
+// inclusive prefix (select.cuh says which).
+template <class Shape, class T, class V, class Count, class Rule>
+__device__ std::uint64_t kept_in_all(select_buffers<T, V, Count, Rule> io,
+                                     const select_tile<Shape>& tile,
+                                     const lookback_state<select_tally>& state,
+                                     const select_tile_storage<Shape, T, V, Count>& storage) {
+  if (tile.last(io.n)) return storage.tally_before_tile.count() + storage.tile_selected;
+  if (io.total_counted) return *io.num_selected;
+  return wait_for_last_inclusive(state).count();
+}
+
 template <class Shape, rejected_items Rejected, class T, class V, class Count, class Rule>
 __device__ __forceinline__ void store_tile(select_buffers<T, V, Count, Rule> io,
-                                           const select_tile<Shape>& tile, unsigned tiles,
+                                           const select_tile<Shape>& tile,
+                                           const lookback_state<select_tally>& state,
                                            select_tile_storage<Shape, T, V, Count>& storage) {
   using staging = select_staging<Shape, T, V, Count>;
   const unsigned tile_count = storage.tile_selected;
@@ -330,15 +342,20 @@ __device__ __forceinline__ void store_tile(select_buffers<T, V, Count, Rule> io,
         int(tile_count));
   }
   if constexpr (Rejected != rejected_items::dropped) {
-    // partition_copy's rejected items follow those of the tiles before. partition's: one
-    // tile knows the total kept, so they go right after them; over several tiles, a tile's
-    // run ends where the rejected items of the tiles before it start.
+    // The rejected items follow those the tiles before rejected: in an output of their own
+    // (partition_copy), or after every kept item (partition).
     const unsigned tile_rejected = tile.items(io.n) - tile_count;
     const std::uint64_t rejected_before = tile.first - kept_before;
-    T* const to = Rejected == rejected_items::own_output ? io.rejected_out + rejected_before
-                  : tiles == 1                           ? io.out + tile_count
-                               : io.out + (io.n - rejected_before - tile_rejected);
-    store_staged<Shape::threads>(to, staged_items + tile_count, int(tile_rejected));
+    T* rejected = io.rejected_out;
+    if constexpr (Rejected == rejected_items::after_kept) {
+      // Learnt once the kept run is on its way: a tile waiting for the last one waits with
+      // its stores in flight.
+      if (threadIdx.x == 0) storage.kept_in_all = kept_in_all(io, tile, state, storage);
+      __syncthreads();
+      rejected = io.out + storage.kept_in_all;
+    }
+    store_staged<Shape::threads>(rejected + rejected_before, staged_items + tile_count,
+                                 int(tile_rejected));
   }
 }
 
@@ -388,7 +405,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   select_tally tile_tally{};  // warp 0's
   publish_count(tile, selected, ranks.total, state, storage, tile_tally);
   stage_tile<Shape, Rejected>(io, tile, items, values, selected, ranks, tile_tally, state, storage);
-  store_tile<Shape, Rejected>(io, tile, state.tiles, storage);
+  store_tile<Shape, Rejected>(io, tile, state, storage);
   if constexpr (storage_type::has_counts) write_run_lengths(io, tile, storage);
 }
 
