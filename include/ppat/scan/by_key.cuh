@@ -224,21 +224,30 @@ struct segment_reduce_source {
     return {before.value.value, through.value, starts_before,
             through.starts.value() != starts_before};
   }
+  // A whole vector holds the last position only as its last item: one comparison a vector
+  // instead of one an item (docs/patterns.md, "Stream compaction, unique, runs").
   __device__ void store(std::size_t first, const result_type (&results)[Vec]) const {
 #pragma unroll
     for (int j = 0; j < Vec; ++j)
-      store_one(first + j, results[j]);
+      store_segment_start(first + j, results[j]);
+    if (first + Vec == n) store_last(results[Vec - 1]);
   }
   __device__ void store_one(std::size_t i, const result_type& result) const {
+    store_segment_start(i, result);
+    if (i == n - 1) store_last(result);
+  }
+  // A segment starting at i: its key, and the previous segment's total.
+  __device__ void store_segment_start(std::size_t i, const result_type& result) const {
     if (result.starts) {
       unique_out[result.starts_before] = keys[i];
       if (i > 0) aggregates_out[result.starts_before - 1] = result.before;
     }
-    if (i == n - 1) {
-      const std::uint64_t segments = result.starts_before + (result.starts ? 1 : 0);
-      aggregates_out[segments - 1] = result.through;
-      *num_segments = segments;
-    }
+  }
+  // The last position: the last segment's total, and the count.
+  __device__ void store_last(const result_type& result) const {
+    const std::uint64_t segments = result.starts_before + (result.starts ? 1 : 0);
+    aggregates_out[segments - 1] = result.through;
+    *num_segments = segments;
   }
 };
 
