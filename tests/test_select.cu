@@ -228,12 +228,14 @@ void expect_kept(const std::vector<T>& in, std::size_t offset, std::size_t kept,
 
 // The same with a second input and output (values, run lengths; `second_in` may be empty):
 // `call(in, second_in, out, second_out, count)`.
+// The second input and output lie `second_offset` items into their allocations.
 template <class T, class U, class Call>
 void expect_kept_pairs(const std::vector<T>& in, const std::vector<U>& second_in,
-                       std::size_t offset, const std::vector<T>& expected,
-                       const std::vector<U>& expected_second, const char* what, Call call) {
+                       std::size_t offset, std::size_t second_offset,
+                       const std::vector<T>& expected, const std::vector<U>& expected_second,
+                       const char* what, Call call) {
   placed<T> input(in, offset), output(in.size(), offset);
-  placed<U> second_input(second_in, offset), second_output(in.size(), offset);
+  placed<U> second_input(second_in, second_offset), second_output(in.size(), second_offset);
   device_buffer<std::size_t> count(1, 8);
   count.poison();
   call(input.data(), second_input.data(), output.data(), second_output.data(), count.data());
@@ -319,10 +321,10 @@ void check_unique(const std::vector<T>& in, std::size_t offset = 0) {
 
 template <class K, class V>
 void check_unique_by_key(const std::vector<K>& keys, const std::vector<V>& values,
-                         std::size_t offset = 0) {
+                         std::size_t offset = 0, std::size_t values_offset = 0) {
   if (ppat_test::over_item_budget(keys.size())) return;
   const auto starts = ppat_reference::run_starts(keys);
-  expect_kept_pairs(keys, values, offset, run_heads(keys),
+  expect_kept_pairs(keys, values, offset, values_offset, run_heads(keys),
                     ppat_reference::select(values, [&](std::size_t i) { return bool(starts[i]); }),
                     "unique_by_key", [&](const K* k, const V* v, K* k_out, V* v_out, auto count) {
                       ppat::unique_by_key(k, v, k_out, v_out, count, keys.size());
@@ -333,7 +335,7 @@ template <class K, class V, class Op>
 void check_reduce_by_key(const std::vector<K>& keys, const std::vector<V>& values, Op op,
                          std::size_t offset = 0) {
   if (ppat_test::over_item_budget(keys.size())) return;
-  expect_kept_pairs(keys, values, offset, run_heads(keys),
+  expect_kept_pairs(keys, values, offset, offset, run_heads(keys),
                     ppat_reference::reduce_by_key(keys, values, op), "reduce_by_key",
                     [&](const K* k, const V* v, K* k_out, V* v_out, auto count) {
                       ppat::reduce_by_key(k, v, k_out, v_out, count, keys.size(), op);
@@ -343,7 +345,7 @@ void check_reduce_by_key(const std::vector<K>& keys, const std::vector<V>& value
 template <class T, class Count>
 void check_run_length_encode(const std::vector<T>& in, std::size_t offset = 0) {
   if (ppat_test::over_item_budget(in.size())) return;
-  expect_kept_pairs(in, std::vector<Count>{}, offset, run_heads(in),
+  expect_kept_pairs(in, std::vector<Count>{}, offset, offset, run_heads(in),
                     ppat_reference::run_lengths<T, Count>(in), "run_length_encode",
                     [&](const T* from, const Count*, T* to, Count* lengths, auto count) {
                       ppat::run_length_encode(from, to, lengths, count, in.size());
@@ -473,6 +475,16 @@ TEST(select, unique_by_key_types) {
     check_unique_by_key(items_in_runs<std::uint8_t>(starts), ppat_test::random_affine_maps(n));
     check_unique_by_key(items_in_runs<pair64>(starts),
                         ppat_test::random_integers<std::uint8_t>(n, 0, 255));
+    // 1- and 2-byte keys and values, which stay packed in registers.
+    const auto short_values = ppat_test::random_integers<std::uint16_t>(n, 0, 65535);
+    const auto byte_values = ppat_test::random_integers<std::uint8_t>(n, 0, 255);
+    check_unique_by_key(items_in_runs<std::uint16_t>(starts), short_values);
+    check_unique_by_key(items_in_runs<std::uint16_t>(starts), byte_values);
+    check_unique_by_key(items_in_runs<std::uint8_t>(starts), short_values);
+    check_unique_by_key(items_in_runs<std::uint8_t>(starts), byte_values);
+    // Aligned keys, values off 16 bytes (u8 keys take 16 u16 values in two 16-byte loads).
+    check_unique_by_key(items_in_runs<std::uint8_t>(starts), short_values, 0, 1);
+    check_unique_by_key(items_in_runs<std::uint16_t>(starts), short_values, 0, 3);
   });
 }
 

@@ -229,12 +229,14 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function, c
   const lookback_layout layout = plan_lookback<select_tally>(tiles);
   stream_scratch flags(layout.flag_bytes, lookback_purpose<select_tally>, call);
   const auto state = lookback_view<select_tally>(flags.data(), flags.epoch(), nullptr, layout);
-  // 16-byte loads need every array read that way 16-byte aligned; anything else reads item
-  // by item, with the same tiles.
-  constexpr bool vector_values = has_values && one_access<value_or_char<V>, vec>;
-  constexpr bool vector_loads = one_access<T, vec> || vector_values;
-  const bool aligned = (!one_access<T, vec> || aligned_to(io.in, 16)) &&
-                       (!vector_values || aligned_to(io.values_in, 16));
+  // 16-byte loads need every array read that way 16-byte aligned (values packed in words
+  // too: u8 keys take 16 u16 values in two accesses); anything else reads item by item, with
+  // the same tiles.
+  constexpr bool vector_items = loads_16_byte_accesses<T, vec>;
+  constexpr bool vector_values = has_values && loads_16_byte_accesses<value_or_char<V>, vec>;
+  constexpr bool vector_loads = vector_items || vector_values;
+  const bool aligned =
+      (!vector_items || aligned_to(io.in, 16)) && (!vector_values || aligned_to(io.values_in, 16));
   const auto run_tiles = [&](auto aligned_loads) {
     constexpr bool Aligned = decltype(aligned_loads)::value;
     constexpr auto kernel = select_kernel<shape, Rejected, Aligned, T, V, Count, Rule>;

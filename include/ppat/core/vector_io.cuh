@@ -94,7 +94,14 @@ __device__ T item_in_words(const unsigned (&words)[WORDS], int j) {
 
 // VEC items kept in registers. 1- and 2-byte items that fill whole 16-byte accesses stay
 // packed in 32-bit words, since an array of them would take a register each.
-template <class T, int VEC, bool Packed = (sizeof(T) < 4 && sizeof(T) * VEC % 16 == 0)>
+template <class T, int VEC>
+constexpr bool packs_in_words = sizeof(T) < 4 && sizeof(T) * VEC % 16 == 0;
+// Whether register_items<T, VEC>::load<true> reads whole 16-byte accesses, which need a
+// 16-byte aligned address: one vector, or the packed words of several.
+template <class T, int VEC>
+constexpr bool loads_16_byte_accesses = one_access<T, VEC> || packs_in_words<T, VEC>;
+
+template <class T, int VEC, bool Packed = packs_in_words<T, VEC>>
 struct register_items {
   T items[VEC];
 

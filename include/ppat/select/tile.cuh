@@ -302,7 +302,9 @@ __device__ __forceinline__ void stage_tile(
       if ((selected[r] >> j & 1u) != 0) {
         staged_items[rank] = items[r][j];
         if constexpr (has_values_of<V>) staged_second[rank] = values[r][j];
-        if constexpr (std::is_same_v<typename staging::second_kind, std::uint16_t>)
+        // run_length_encode's run heads: their positions, where values would go (asked of
+        // the storage, not of the staged type, which unique_by_key's u16 values share).
+        if constexpr (select_tile_storage<Shape, T, V, Count>::has_counts)
           staged_second[rank] = std::uint16_t(position);
       } else if (Rejected != rejected_items::dropped && position < tile.items(io.n)) {
         staged_items[tile_count + position - rank] = items[r][j];
