@@ -266,6 +266,9 @@ TEST(transpose, input_ending_its_allocation) {
   check_input_at_allocation_end<std::uint16_t>(129, 65, 67);
   check_input_at_allocation_end<float>(129, 65, 67);
   check_input_at_allocation_end<double>(33, 31, 33);
+  // Word columns read rows off 4-byte boundaries as the aligned words they overlap.
+  check_input_at_allocation_end<std::uint8_t>(5, 1003, 1005);
+  check_input_at_allocation_end<std::uint16_t>(3, 1001, 1003);
 }
 
 // Elements whose addresses are not multiples of their size (pairs of floats, 4 bytes off
@@ -309,8 +312,9 @@ TEST(transpose, leading_dimensions_and_alignment) {
 }
 
 // Word columns: short sides of 2 to 8 elements (1 and 2 bytes; 4 and 8 of 4 bytes), flat on
-// either side, the long side's rows on 4-byte boundaries. Long sides that end in a partial
-// word through leading dimensions (the elements after the last whole word one by one).
+// either side. Long sides that end in a partial word through leading dimensions (the
+// elements after the last whole word one by one); rows read off 4-byte boundaries (an odd
+// leading dimension, funnel-shifted words).
 template <class T>
 void check_word_columns() {
   for (std::size_t k = 2; k <= 8; ++k) {
@@ -318,6 +322,8 @@ void check_word_columns() {
     check_transpose<T>(4124, k);
     check_leading_dimensions<T>(k, 1001, 3, 0, 0);
     check_leading_dimensions<T>(1001, k, 0, 3, 0);
+    check_leading_dimensions<T>(k, 1001, 0, 0, 0);
+    check_transpose<T>(k, 30011);
   }
 }
 

@@ -272,13 +272,10 @@ void launch_vector_tiles(const T* in, T* out, const plane_layout& layout,
       rows_aligned(in, layout.in_row_stride, layout.batch_in_stride, layout.batch_rank);
   const bool aligned_out =
       rows_aligned(out, layout.out_row_stride, layout.batch_out_stride, layout.batch_rank);
-  // The end of the input: reads of 16-byte windows reach past a tile, never past it.
-  std::size_t in_span = (layout.rows - 1) * layout.in_row_stride + layout.cols;
-  for (int d = 0; d < layout.batch_rank; ++d)
-    in_span += (layout.batch_extent[d] - 1) * layout.batch_in_stride[d];
+  // Reads of 16-byte windows reach past a tile, never past the input's end.
   const auto launch = [&](auto kernel) {
     kernel<<<blocks_for(tiles), tile::threads, 0, call.stream()>>>(in, out, layout, order, tiles,
-                                                                   in + in_span);
+                                                                   in + input_span(layout));
   };
   with_tile_direction(order, [&](auto along_b) {
     constexpr bool b_first = decltype(along_b)::value;

@@ -142,6 +142,15 @@ bool rows_aligned(const T* data, std::size_t row_stride, const std::size_t* batc
          planes_aligned(data, batch_strides, batch_rank, bytes);
 }
 
+// Elements from the first of `in` to one past its last, over every plane: reads that reach
+// past an element they need never reach past this end.
+inline std::size_t input_span(const plane_layout& layout) {
+  std::size_t span = (layout.rows - 1) * layout.in_row_stride + layout.cols;
+  for (int d = 0; d < layout.batch_rank; ++d)
+    span += (layout.batch_extent[d] - 1) * layout.batch_in_stride[d];
+  return span;
+}
+
 // Blocks for `work` items of a grid-stride kernel: one each, up to the launch limit.
 inline unsigned blocks_for(std::size_t work) {
   return unsigned(std::min<std::size_t>(work, 0x7FFFFFFF));

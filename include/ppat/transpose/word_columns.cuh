@@ -1,7 +1,8 @@
 // Thin planes of small elements moved a word column at a time: a short side k of 2 to 8
 // elements of 1 or 2 bytes (and of 4 bytes where k is a whole number of 16-byte vectors,
 // which the skinny kernel refuses), contiguous on one side, the k rows of the long side on
-// 4-byte boundaries on the other.
+// the other. Written, those rows start on 4-byte boundaries; read, anywhere: a row off
+// them is read as the two aligned words each of its words overlaps, funnel-shifted.
 //
 // A thread holds a word column: one 32-bit word (4 / size elements) of each of the k rows
 // of the long side, and on the flat side the k words those elements make there, one run.
@@ -35,7 +36,8 @@ constexpr int word_columns_per_thread = K <= 2   ? 8
 
 template <int Size, int K, bool FlatIn>
 __global__ void transpose_word_columns_kernel(const void* in, void* out, plane_layout layout,
-                                              std::size_t plane_columns, std::size_t columns);
+                                              std::size_t plane_columns, std::size_t columns,
+                                              const void* in_end);
 
 // The short sides each element size takes: 2 to 8 elements of 1 or 2 bytes, 4 or 8 of 4.
 template <int Size>
@@ -51,8 +53,8 @@ bool launch_word_columns(const void* in, void* out, const plane_layout& layout, 
 
 // Planes that word columns move (returns true): elements of 1 or 2 bytes with a short side
 // of 2 to 8, or of 4 bytes with a short side of 4 or 8; contiguous on the flat side, whose
-// planes start on the boundaries of its vectors; the rows of the other side on 4-byte
-// boundaries.
+// planes start on the boundaries of its vectors; the rows of `out` on the other side on
+// 4-byte boundaries.
 template <class T>
 bool transpose_word_columns(const T* in, T* out, const plane_layout& layout,
                             const call_context& call) {
@@ -74,10 +76,9 @@ bool transpose_word_columns(const T* in, T* out, const plane_layout& layout,
     const bool flat_aligned =
         flat_in ? planes_aligned(in, layout.batch_in_stride, layout.batch_rank, flat_bytes)
                 : planes_aligned(out, layout.batch_out_stride, layout.batch_rank, flat_bytes);
-    const bool rows_on_words = flat_in ? rows_aligned(out, layout.out_row_stride,
-                                                      layout.batch_out_stride, layout.batch_rank, 4)
-                                       : rows_aligned(in, layout.in_row_stride,
-                                                      layout.batch_in_stride, layout.batch_rank, 4);
+    const bool rows_on_words =
+        !flat_in ||
+        rows_aligned(out, layout.out_row_stride, layout.batch_out_stride, layout.batch_rank, 4);
     if (!(flat_aligned && rows_on_words)) return false;
     if (flat_in) return launch_word_columns<int(sizeof(T)), true>(in, out, layout, k, call);
     return launch_word_columns<int(sizeof(T)), false>(in, out, layout, k, call);
@@ -104,8 +105,9 @@ bool launch_word_columns(const void* in, void* out, const plane_layout& layout, 
     const unsigned blocks = grid_stride_blocks<shape>(
         std::max(columns, planes * K * (n - plane_columns * (4 / Size))),
         shape::threads * std::size_t(word_columns_per_thread<K>), call.limits());
-    transpose_word_columns_kernel<Size, K, FlatIn>
-        <<<blocks, shape::threads, 0, call.stream()>>>(in, out, layout, plane_columns, columns);
+    transpose_word_columns_kernel<Size, K, FlatIn><<<blocks, shape::threads, 0, call.stream()>>>(
+        in, out, layout, plane_columns, columns,
+        static_cast<const unsigned char*>(in) + input_span(layout) * Size);
     check_launch(call.function(), "transpose_word_columns_kernel");
     return true;
   }
@@ -180,6 +182,26 @@ __device__ __forceinline__ void store_flat(const unsigned (&words)[K], unsigned 
   }
 }
 
+// The word at `at`, a row's bytes from any address: the two aligned words it overlaps,
+// funnel-shifted, or byte by byte where one of them would reach outside [begin, end).
+__device__ __forceinline__ unsigned load_row_word(const unsigned char* at,
+                                                  const unsigned char* begin,
+                                                  const unsigned char* end) {
+  const unsigned offset = unsigned(reinterpret_cast<std::uintptr_t>(at) & 3);
+  if (offset == 0) return *reinterpret_cast<const unsigned*>(at);
+  const unsigned char* aligned = at - offset;
+  if (aligned >= begin && aligned + 8 <= end) {
+    const unsigned low = reinterpret_cast<const unsigned*>(aligned)[0];
+    const unsigned high = reinterpret_cast<const unsigned*>(aligned)[1];
+    return __funnelshift_r(low, high, 8 * offset);
+  }
+  unsigned word = 0;
+#pragma unroll
+  for (int b = 0; b < 4; ++b)
+    word |= unsigned(at[b]) << (8 * b);
+  return word;
+}
+
 // Word column c of each plane (FlatIn: `in` is n x K, `out` K rows; else `in` K rows, `out`
 // n x K): elements [c E, c E + E) of the long side. Each thread moves `per_thread` columns a
 // step, all loads before any store; then the elements of each plane past its last whole
@@ -187,7 +209,8 @@ __device__ __forceinline__ void store_flat(const unsigned (&words)[K], unsigned 
 template <int Size, int K, bool FlatIn>
 __global__ void __launch_bounds__(word_columns_tuning::threads)
     transpose_word_columns_kernel(const void* in, void* out, plane_layout layout,
-                                  std::size_t plane_columns, std::size_t columns) {
+                                  std::size_t plane_columns, std::size_t columns,
+                                  const void* in_end) {
   constexpr int E = 4 / Size, per_thread = word_columns_per_thread<K>;
   const auto* from = static_cast<const unsigned char*>(in);
   auto* to = static_cast<unsigned char*>(out);
@@ -216,8 +239,10 @@ __global__ void __launch_bounds__(word_columns_tuning::threads)
         load_flat(from + flat[u] * Size, read[u]);
       } else {
 #pragma unroll
-        for (int p = 0; p < K; ++p)
-          read[u][p] = *reinterpret_cast<const unsigned*>(from + (rows[u] + p * row_stride) * Size);
+        for (int p = 0; p < K; ++p) {
+          read[u][p] = load_row_word(from + (rows[u] + p * row_stride) * Size, from,
+                                     static_cast<const unsigned char*>(in_end));
+        }
       }
     }
 #pragma unroll
