@@ -253,12 +253,17 @@ struct segment_reduce_source {
 
 // The scan kernel's policy for reduce_by_key, each value a (value, 64-bit count) pair while
 // the tile is scanned: 4-byte values 16 a thread in 512-thread tiles, 2 an SM (8192 values a
-// tile, as with 256 threads holding 32, but twice the warps to hide the latency), others the
-// bytes of 24 values at 3; at most 8 rows (16 values for 16-item vectors) (docs/patterns.md,
-// "Stream compaction").
+// tile, as with 256 threads holding 32, but twice the warps to hide the latency); 8-byte
+// values 24 a thread and 1-byte values 48 (three vectors), in 256-thread tiles 2 an SM, where
+// three an SM spilled 8-byte values and gave 1-byte ones a single vector; others the bytes of
+// 24 values at 3; at most 8 rows (16 values for 16-item vectors) (docs/patterns.md, "Stream
+// compaction", has the shapes measured).
 template <class V>
 using segment_reduce_tuning =
-    std::conditional_t<sizeof(V) == 4, tuning<512, 64, 2>, tuning<256, 24 * int(sizeof(V)), 3>>;
+    std::conditional_t<sizeof(V) == 4, tuning<512, 64, 2>,
+                       std::conditional_t<sizeof(V) == 8, tuning<256, 192, 2>,
+                                          std::conditional_t<sizeof(V) == 1, tuning<256, 48, 2>,
+                                                             tuning<256, 24 * int(sizeof(V)), 3>>>>;
 template <class V, int Vec>
 using segment_reduce_shape =
     scan_tile_shape<segment_reduce_tuning<V>, Vec,
