@@ -211,6 +211,21 @@ TEST(segmented_sort, pairs_are_stable) {
   every_layout<std::uint64_t, wide>("u64/16-byte");
 }
 
+// Up to ppat::detail::few_launches_items keys (every size above), the short bins share one
+// launch and the chains' steps one cooperative launch; above it, each path and step is a
+// launch of its own.
+TEST(segmented_sort, each_path_its_own_launch_above_the_few_launches_size) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = ppat::detail::few_launches_items + 3;
+  PPAT_SKIP_OVER_ITEM_BUDGET(n);
+  for (ppat::order ord : orders)
+    expect_segments_sorted<std::uint32_t, std::uint32_t, long long>(n, layout::mixed, ord);
+  expect_segments_sorted<float, std::uint32_t, int>(n, layout::edges, ppat::order::descending);
+  expect_segments_sorted<std::uint64_t, char, long long>(n, layout::shuffled_gaps,
+                                                         ppat::order::ascending);
+}
+
 TEST(segmented_sort, every_offset_type_and_one_offset_array) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();

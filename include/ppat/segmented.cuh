@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
-#include <utility>
 
 #include "core/arguments.cuh"
 #include "core/device.cuh"
@@ -86,21 +85,28 @@ namespace detail {
 
 // The most segments each path can be given, from n and the fewest keys a segment that needs
 // sorting can hold (2, or the length of every row): a segment of a bin holds more keys than
-// the bin before it can, and segments do not overlap.
+// the bin before it can, and segments do not overlap. With `few_launches`, the bins outside
+// the short bins' one launch hold nothing (a bin's capacity is the one before it), and
+// their segments join the long ones, whose chains take one cooperative launch; the chains
+// take tiles of chain_tile_items<K, V>(few_launches).
 template <class K, class V>
 struct segment_paths {
-  static constexpr unsigned capacity[short_bins] = {
+  static constexpr unsigned bin_capacity[short_bins] = {
       short_bin_capacity<K, V, 0>, short_bin_capacity<K, V, 1>, short_bin_capacity<K, V, 2>,
       short_bin_capacity<K, V, 3>, short_bin_capacity<K, V, 4>, short_bin_capacity<K, V, 5>,
       short_bin_capacity<K, V, 6>, short_bin_capacity<K, V, 7>, short_bin_capacity<K, V, 8>,
       short_bin_capacity<K, V, 9>};
-  static constexpr std::size_t chain_tile_items = segment_chain_shape<K, V>::tile_items;
-
+  unsigned capacity[short_bins];
   std::size_t most_in_bin[short_bins];
   std::size_t most_chains;  // of long segments
   std::size_t most_tiles;   // of their chains
 
-  segment_paths(std::size_t n, std::size_t segments, std::size_t fewest_keys) {
+  segment_paths(std::size_t n, std::size_t segments, std::size_t fewest_keys, bool few_launches) {
+    each_short_bin([&](auto bin) {
+      constexpr int b = decltype(bin)::value;
+      const bool used = !few_launches || in_short_launch<K, V, b>;
+      capacity[b] = used || b == 0 ? bin_capacity[b] : capacity[b - 1];
+    });
     std::size_t shortest = 2;  // of the bin
     for (int b = 0; b < short_bins; ++b) {
       const bool empty = capacity[b] < std::max(shortest, fewest_keys);
@@ -109,35 +115,32 @@ struct segment_paths {
     }
     const std::size_t most_long = std::min(segments, n / std::max(shortest, fewest_keys));
     most_chains = most_long == 0 ? 0 : most_long + ceil_div(n, portion_items);
-    most_tiles = most_long == 0 ? 0 : ceil_div(n, chain_tile_items) + most_chains;
+    most_tiles =
+        most_long == 0 ? 0 : ceil_div(n, chain_tile_items<K, V>(few_launches)) + most_chains;
   }
-  // The bin of a segment of `keys` keys, or short_bins for a long one.
+  // The bin of a segment of `keys` keys, or short_bins for a long one, where each bin has
+  // its own launch.
   static int bin_of(std::size_t keys) {
     int bin = 0;
-    while (bin < short_bins && keys > capacity[bin])
+    while (bin < short_bins && keys > bin_capacity[bin])
       ++bin;
     return bin;
   }
 };
 
-// f(std::integral_constant<int, b>{}) for every short bin b.
-template <class F, int... b>
-void each_short_bin(F f, std::integer_sequence<int, b...>) {
-  (f(std::integral_constant<int, b>{}), ...);
-}
-template <class F>
-void each_short_bin(F f) {
-  each_short_bin(f, std::make_integer_sequence<int, short_bins>{});
-}
+// Up to this many keys a call is bound by the host's launches, one a path it may need
+// (docs/patterns.md, "Segmented sorts"): it takes few launches instead.
+constexpr std::size_t few_launches_items = std::size_t{1} << 22;
 
 // Every segment of `segments` sorted: each binned on the device, then each path launched for
-// as many segments as it may have been given.
+// as many segments as it may have been given. With `few_launches`, the short bins of
+// 256-thread blocks share one launch, every longer segment is a chain, and the chains' steps
+// take one cooperative launch.
 template <class K, class V, class Segments>
 void segmented_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                           std::size_t n, const Segments& segments, std::size_t fewest_keys,
-                          order ord, const call_context& call) {
-  using paths_type = segment_paths<K, V>;
-  const paths_type paths(n, segments.count, fewest_keys);
+                          order ord, bool few_launches, const call_context& call) {
+  const segment_paths<K, V> paths(n, segments.count, fewest_keys, few_launches);
   std::size_t listed = 0;
   for (std::size_t most : paths.most_in_bin)
     listed += most;
@@ -152,25 +155,30 @@ void segmented_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* 
   for (int b = 0; b < short_bins; ++b) {
     bins.segments[b] = list;
     list += paths.most_in_bin[b];
-    bins.capacity[b] = paths_type::capacity[b];
+    bins.capacity[b] = paths.capacity[b];
   }
   bins.chains = reinterpret_cast<segment_chain*>(list);
-  bins.chain_tile_items = unsigned(paths_type::chain_tile_items);
+  bins.chain_tile_items = unsigned(chain_tile_items<K, V>(few_launches));
   bin_segments_kernel<<<grid_stride_blocks(segments.count, binning_threads * segments_a_thread,
                                            call.limits(), 8),
                         binning_threads, 0, call.stream()>>>(segments, keys_in, keys_out, values_in,
                                                              values_out, bins);
   check_launch(call.function(), "bin_segments_kernel");
 
+  if (few_launches) {
+    sort_short_segments_in_one_launch(keys_in, keys_out, values_in, values_out, segments, bins,
+                                      paths.most_in_bin, ord, call);
+  }
   each_short_bin([&](auto bin) {
     constexpr int b = decltype(bin)::value;
-    if (paths.most_in_bin[b] == 0) return;
+    if (paths.most_in_bin[b] == 0 || (few_launches && in_short_launch<K, V, b>)) return;
     sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, bins.segments[b],
                            bins.sizes + b, paths.most_in_bin[b], ord, call);
   });
   if (paths.most_chains > 0) {
     sort_segment_chains(keys_in, keys_out, values_in, values_out, n, bins, paths.most_chains,
-                        paths.most_tiles, radix_passes::of(0, 8 * int(sizeof(K))), ord, call);
+                        paths.most_tiles, radix_passes::of(0, 8 * int(sizeof(K))), ord,
+                        few_launches, call);
   }
   scratch.release();
 }
@@ -198,7 +206,7 @@ void segmented_sort(const K* keys_in, K* keys_out, const V* values_in, V* values
   require_segment_offsets_readable(begin_offsets, end_offsets, num_segments, call);
   segmented_radix_sort(keys_in, keys_out, values_in, values_out, n,
                        offset_segments<Offset>{begin_offsets, end_offsets, n, num_segments}, 2, ord,
-                       call);
+                       n <= few_launches_items, call);
 }
 
 // Rows all have one length, so the host knows their path: a row of 0 or 1 keys is a copy,
@@ -223,7 +231,8 @@ void sort_rows(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
     });
     return;
   }
-  segmented_radix_sort(keys_in, keys_out, values_in, values_out, n, segments, cols, ord, call);
+  segmented_radix_sort(keys_in, keys_out, values_in, values_out, n, segments, cols, ord,
+                       n <= few_launches_items, call);
 }
 
 template <class K, class V>

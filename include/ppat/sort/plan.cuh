@@ -95,7 +95,7 @@ struct radix_passes {
   int count;
   int width;
 
-  static radix_passes of(int begin_bit, int end_bit) {
+  __host__ __device__ static radix_passes of(int begin_bit, int end_bit) {
     const int bits = end_bit - begin_bit;
     const int count = (bits + radix_bits - 1) / radix_bits;
     return {begin_bit, count, count == 0 ? 0 : (bits + count - 1) / count};

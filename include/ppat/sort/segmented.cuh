@@ -15,14 +15,18 @@
 // A look-back chain counts fewer than 2^30 keys, so a segment longer than portion_items is
 // several chains, each starting where the ones before it end. The host only knows bounds
 // (how many segments each path can hold at most); every kernel reads the counts the binning
-// kernel left, and blocks past them do nothing.
+// kernel left, and blocks past them do nothing. A small call, bound by the host's launches
+// rather than by the GPU, launches fewer kernels: one for the short bins of 256-thread blocks,
+// and one cooperative launch for all of the chains' steps, which take every longer segment.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "../core/block.cuh"
 #include "../core/device.cuh"
@@ -33,6 +37,7 @@
 #include "../core/segments.cuh"
 #include "../core/warp.cuh"
 #include "digit_counts.cuh"
+#include "one_launch.cuh"
 #include "one_tile.cuh"
 #include "onesweep.cuh"
 #include "plan.cuh"
@@ -80,9 +85,18 @@ constexpr unsigned short_bin_capacity = [] {
     return unsigned(segment_block_shape<K, V, Bin>::tile_items);
   }
 }();
-// Longer segments: the onesweep's tiles.
+// Longer segments: the onesweep's tiles; in a small call's one cooperative launch, the
+// one-launch sort's 256-thread tiles, half as long (more SMs a chain, and no spills: two
+// blocks an SM leave them 128 registers).
 template <class K, class V>
 using segment_chain_shape = onesweep_shape<K, V>;
+template <class K, class V>
+using segment_chain_one_launch_shape = one_launch_small_shape<K, V>;
+template <class K, class V>
+constexpr std::size_t chain_tile_items(bool in_one_launch) {
+  return in_one_launch ? segment_chain_one_launch_shape<K, V>::tile_items
+                       : segment_chain_shape<K, V>::tile_items;
+}
 
 // Up to portion_items keys of a long segment, whose tiles look back only to one another.
 struct segment_chain {
@@ -383,12 +397,14 @@ struct group_staging<K, V, Shape, false> {
 // network, or the merge sort), then every output place takes the key (and value) at the
 // position its sorted item holds (an image does not give back a NaN's bits). The whole
 // segment is read before any of it is written (values not staged are read into registers
-// first), which keeps a sort in place right.
+// first), which keeps a sort in place right. The block is `block` of `blocks` taking this
+// bin's segments.
 template <class Shape, class Segments, class K, class V>
-__global__ void __launch_bounds__(group_sort_threads)
-    segment_group_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                              Segments segments, const std::size_t* listed,
-                              const unsigned long long* listed_count, order ord) {
+__device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* values_in,
+                                        V* values_out, const Segments& segments,
+                                        const std::size_t* listed,
+                                        const unsigned long long* listed_count, order ord,
+                                        unsigned block, unsigned blocks) {
   using image_type = typename radix_key<K>::image_type;
   using staging = group_staging<K, V, Shape>;
   constexpr int Lanes = Shape::lanes;
@@ -403,8 +419,8 @@ __global__ void __launch_bounds__(group_sort_threads)
   const image_type flip = ord == order::descending ? image_type(~image_type(0)) : image_type(0);
   const unsigned lane = threadIdx.x % Lanes;
   const std::size_t count = listed == nullptr ? segments.count : std::size_t(*listed_count);
-  const std::size_t warp = std::size_t(blockIdx.x) * warps_per_block + threadIdx.x / 32;
-  const std::size_t warps = std::size_t(gridDim.x) * warps_per_block;
+  const std::size_t warp = std::size_t(block) * warps_per_block + threadIdx.x / 32;
+  const std::size_t warps = std::size_t(blocks) * warps_per_block;
   for (std::size_t first = warp * groups_per_warp; first < count;
        first += warps * groups_per_warp) {
     const std::size_t s = first + threadIdx.x % 32 / Lanes;
@@ -488,17 +504,20 @@ __global__ void __launch_bounds__(group_sort_threads)
 
 // ---- One block a segment -------------------------------------------------------------------
 
-// Block b sorts segments b, b + gridDim.x, ... of its bin's list (`listed`), or of all the
-// segments where there is no list (rows, all of one bin).
+// Block `block` of `blocks` sorts segments block, block + blocks, ... of its bin's list
+// (`listed`), or of all the segments where there is no list (rows, all of one bin), every
+// bit of their keys.
 template <class Shape, class Segments, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
-    segment_block_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                              Segments segments, const std::size_t* listed,
-                              const unsigned long long* listed_count, radix_passes passes,
-                              order ord, int end_bit) {
+__device__ void sort_segments_in_blocks(const K* keys_in, K* keys_out, const V* values_in,
+                                        V* values_out, const Segments& segments,
+                                        const std::size_t* listed,
+                                        const unsigned long long* listed_count, order ord,
+                                        unsigned block, unsigned blocks) {
   auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
+  constexpr int end_bit = 8 * int(sizeof(K));
+  const radix_passes passes = radix_passes::of(0, end_bit);
   const std::size_t count = listed == nullptr ? segments.count : std::size_t(*listed_count);
-  for (std::size_t s = blockIdx.x; s < count; s += gridDim.x) {
+  for (std::size_t s = block; s < count; s += blocks) {
     const segment_range segment = segments(listed == nullptr ? s : listed[s]);
     const std::size_t b = segment.begin;
     if constexpr (has_values_of<V>) {
@@ -511,6 +530,54 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   }
 }
 
+template <class Shape, class Segments, class K, class V>
+__global__ void __launch_bounds__(group_sort_threads)
+    segment_group_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                              Segments segments, const std::size_t* listed,
+                              const unsigned long long* listed_count, order ord) {
+  sort_segments_in_groups<Shape>(keys_in, keys_out, values_in, values_out, segments, listed,
+                                 listed_count, ord, blockIdx.x, gridDim.x);
+}
+
+template <class Shape, class Segments, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    segment_block_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                              Segments segments, const std::size_t* listed,
+                              const unsigned long long* listed_count, order ord) {
+  sort_segments_in_blocks<Shape>(keys_in, keys_out, values_in, values_out, segments, listed,
+                                 listed_count, ord, blockIdx.x, gridDim.x);
+}
+
+// f(std::integral_constant<int, b>{}) for every short bin b.
+template <class F, int... b>
+void each_short_bin(F f, std::integer_sequence<int, b...>) {
+  (f(std::integral_constant<int, b>{}), ...);
+}
+template <class F>
+void each_short_bin(F f) {
+  each_short_bin(f, std::make_integer_sequence<int, short_bins>{});
+}
+
+// The shared memory and the blocks of a launch of short bin `Bin` (`most_segments` at most,
+// `resident` blocks of its kernel fitting on the GPU at once).
+template <class K, class V, int Bin>
+constexpr std::size_t short_bin_shared_bytes() {
+  if constexpr (Bin < group_bins) {
+    return sizeof(group_staging<K, V, group_shape<K, V, Bin>>);
+  } else {
+    return sizeof(tile_storage<segment_block_shape<K, V, Bin>, K, V>);
+  }
+}
+template <class K, class V, int Bin>
+std::size_t short_bin_blocks(std::size_t most_segments, std::size_t resident) {
+  if constexpr (Bin < group_bins) {
+    constexpr std::size_t groups_per_block = group_sort_threads / group_shape<K, V, Bin>::lanes;
+    return std::min(ceil_div(most_segments, groups_per_block), resident);
+  } else {
+    return std::min(most_segments, resident);
+  }
+}
+
 // The segments of short bin `Bin`: `listed` (`listed_count` of them, at most
 // `most_segments`), or every segment where there is no list.
 template <int Bin, class K, class V, class Segments>
@@ -518,15 +585,12 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
                          const Segments& segments, const std::size_t* listed,
                          const unsigned long long* listed_count, std::size_t most_segments,
                          order ord, const call_context& call) {
+  constexpr std::size_t shared_bytes = short_bin_shared_bytes<K, V, Bin>();
   if constexpr (Bin < group_bins) {
-    using shape = group_shape<K, V, Bin>;
-    constexpr auto kernel = segment_group_sort_kernel<shape, Segments, K, V>;
-    constexpr std::size_t groups_per_block = group_sort_threads / shape::lanes;
-    constexpr std::size_t shared_bytes = sizeof(group_staging<K, V, shape>);
+    constexpr auto kernel = segment_group_sort_kernel<group_shape<K, V, Bin>, Segments, K, V>;
     allow_dynamic_shared_bytes<kernel>(call);
-    const std::size_t blocks =
-        std::min(ceil_div(most_segments, groups_per_block),
-                 resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
+    const std::size_t blocks = short_bin_blocks<K, V, Bin>(
+        most_segments, resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
     kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), group_sort_threads, shared_bytes,
              call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, listed,
                               listed_count, ord);
@@ -534,31 +598,123 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
   } else {
     using shape = segment_block_shape<K, V, Bin>;
     constexpr auto kernel = segment_block_sort_kernel<shape, Segments, K, V>;
-    constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
     allow_dynamic_shared_bytes<kernel>(call);
-    const std::size_t blocks =
-        std::min(most_segments, resident_blocks<kernel>(shape::threads, shared_bytes, call));
+    const std::size_t blocks = short_bin_blocks<K, V, Bin>(
+        most_segments, resident_blocks<kernel>(shape::threads, shared_bytes, call));
     kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), shape::threads, shared_bytes,
              call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, listed,
-                              listed_count, radix_passes::of(0, 8 * int(sizeof(K))), ord,
-                              8 * int(sizeof(K)));
+                              listed_count, ord);
     check_launch(call.function(), "segment_block_sort_kernel");
   }
 }
 
-// ---- Chains of tiles ---------------------------------------------------------------------------
+// ---- Small inputs: the short bins in one launch -----------------------------------------------
 
-// Block c: chain c's tiles marked as its own, their published counts of the first pass
-// zeroed, and the chain's digit counts zeroed; block 0 zeroes every pass's ticket counter.
-// (The kernels of a header-only library are templates, one definition in every translation
-// unit: this one and the digit starts' on the key type they serve.)
-template <class K>
-__global__ void __launch_bounds__(256)
-    map_chain_tiles_kernel(segment_bins bins, unsigned* tile_chains, unsigned* first_published,
-                           unsigned* tile_counters, unsigned long long* counts, int passes) {
-  if (blockIdx.x == 0 && int(threadIdx.x) < passes) tile_counters[threadIdx.x] = 0;
+// A small call is bound by the host's launches, one for each path it may need (4-5 us each
+// on the H200's host, docs/patterns.md, "Segmented sorts"): there, every short bin whose
+// blocks have group_sort_threads threads runs in one launch, each bin a range of its blocks,
+// in as much shared memory as the largest needs.
+template <class K, class V, int Bin>
+constexpr bool in_short_launch = [] {
+  if constexpr (Bin < group_bins) {
+    return true;
+  } else {
+    return segment_block_shape<K, V, Bin>::threads == group_sort_threads;
+  }
+}();
+template <class K, class V, int Bin = 0>
+constexpr std::size_t short_launch_shared_bytes() {
+  if constexpr (Bin == short_bins) {
+    return 0;
+  } else {
+    return std::max(in_short_launch<K, V, Bin> ? short_bin_shared_bytes<K, V, Bin>() : 0,
+                    short_launch_shared_bytes<K, V, Bin + 1>());
+  }
+}
+
+// Bin b's blocks of the launch: [first[b], first[b + 1]).
+struct short_launch_blocks {
+  unsigned first[short_bins + 1];
+};
+
+// This block's share of the bin whose range holds it, from bin `Bin` on.
+template <int Bin, class Segments, class K, class V>
+__device__ void sort_segments_of_block_bin(const K* keys_in, K* keys_out, const V* values_in,
+                                           V* values_out, const Segments& segments,
+                                           const segment_bins& bins,
+                                           const short_launch_blocks& blocks, order ord) {
+  if constexpr (Bin < short_bins) {
+    const unsigned first = blocks.first[Bin], end = blocks.first[Bin + 1];
+    if (!in_short_launch<K, V, Bin> || blockIdx.x >= end) {
+      sort_segments_of_block_bin<Bin + 1>(keys_in, keys_out, values_in, values_out, segments, bins,
+                                          blocks, ord);
+    } else if constexpr (Bin < group_bins) {
+      sort_segments_in_groups<group_shape<K, V, Bin>>(
+          keys_in, keys_out, values_in, values_out, segments, bins.segments[Bin], bins.sizes + Bin,
+          ord, blockIdx.x - first, end - first);
+    } else if constexpr (in_short_launch<K, V, Bin>) {
+      sort_segments_in_blocks<segment_block_shape<K, V, Bin>>(
+          keys_in, keys_out, values_in, values_out, segments, bins.segments[Bin], bins.sizes + Bin,
+          ord, blockIdx.x - first, end - first);
+    }
+  }
+}
+
+template <class Segments, class K, class V>
+__global__ void __launch_bounds__(group_sort_threads)
+    short_segments_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                               Segments segments, segment_bins bins, short_launch_blocks blocks,
+                               order ord) {
+  sort_segments_of_block_bin<0>(keys_in, keys_out, values_in, values_out, segments, bins, blocks,
+                                ord);
+}
+
+// The binned segments of every short bin in the launch (at most `most_in_bin[b]` in bin b).
+template <class K, class V, class Segments>
+void sort_short_segments_in_one_launch(const K* keys_in, K* keys_out, const V* values_in,
+                                       V* values_out, const Segments& segments,
+                                       const segment_bins& bins,
+                                       const std::size_t (&most_in_bin)[short_bins], order ord,
+                                       const call_context& call) {
+  constexpr auto kernel = short_segments_sort_kernel<Segments, K, V>;
+  constexpr std::size_t shared_bytes = short_launch_shared_bytes<K, V>();
+  allow_dynamic_shared_bytes<kernel>(call);
+  const std::size_t resident = resident_blocks<kernel>(group_sort_threads, shared_bytes, call);
+  short_launch_blocks blocks{};
+  std::size_t next = 0;
+  each_short_bin([&](auto bin) {
+    constexpr int b = decltype(bin)::value;
+    blocks.first[b] = unsigned(next);
+    if constexpr (in_short_launch<K, V, b>)
+      next += short_bin_blocks<K, V, b>(most_in_bin[b], resident);
+  });
+  blocks.first[short_bins] = unsigned(next);
+  if (next == 0) return;
+  kernel<<<unsigned(next), group_sort_threads, shared_bytes, call.stream()>>>(
+      keys_in, keys_out, values_in, values_out, segments, bins, blocks, ord);
+  check_launch(call.function(), "short_segments_sort_kernel");
+}
+
+// ---- Chains of tiles ---------------------------------------------------------------------------
+//
+// The chains' steps, each a device function that a kernel of its own runs on large inputs
+// and that one cooperative launch runs in turn on small ones (chained_sort_kernel):
+//
+//   map_chain_tiles       each chain's tiles marked as its own, their counts zeroed
+//   count_chain_digits    every chain's digit counts of every pass, from one read of its keys
+//   chain_digit_starts    the counts become where each chain's keys of each digit start
+//   sort_chained_tiles    one pass over every chain's tiles, taken by ticket
+
+// Block c of `blocks`: chain c's tiles marked as its own, their published counts of the first
+// pass zeroed, and the chain's digit counts zeroed; block 0 zeroes every pass's ticket
+// counter.
+__device__ inline void map_chain_tiles(const segment_bins& bins, unsigned* tile_chains,
+                                       unsigned* first_published, unsigned* tile_counters,
+                                       unsigned long long* counts, int passes, unsigned block,
+                                       unsigned blocks) {
+  if (block == 0 && int(threadIdx.x) < passes) tile_counters[threadIdx.x] = 0;
   const unsigned chains = chain_count(bins);
-  for (unsigned c = blockIdx.x; c < chains; c += gridDim.x) {
+  for (unsigned c = block; c < chains; c += blocks) {
     const segment_chain chain = bins.chains[c];
     const unsigned tiles = unsigned(ceil_div(chain.length, bins.chain_tile_items));
     for (unsigned t = threadIdx.x; t < tiles; t += blockDim.x)
@@ -571,31 +727,23 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-// The chains' counting: the onesweep's shape at four blocks an SM, not eight, since its walk
-// over chains needs more registers than eight blocks leave (8-byte keys spilled 40 bytes).
-template <class K>
-struct chain_digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4, 4> {
-  static constexpr int keys = chain_digit_count_tuning::bytes_per_thread / int(sizeof(K));
-};
-
 // Every chain's digit counts of every pass ([chain][pass][digit]), from one read of its keys:
-// block b counts its share of the tiles, adding its counts to a chain's when it moves past
-// the chain's tiles.
-template <class Tuning, class K>
-__global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
-    chain_digit_counts_kernel(const K* keys, segment_bins bins, const unsigned* tile_chains,
-                              radix_passes passes, order ord, unsigned long long* counts) {
-  constexpr int threads = Tuning::threads;
-  __shared__ digit_count_storage<K> storage;
+// block `block` of `blocks` counts its share of the tiles, adding its counts to a chain's when
+// it moves past the chain's tiles.
+template <int Threads, int KeysPerThread, class K>
+__device__ void count_chain_digits(const K* keys, const segment_bins& bins,
+                                   const unsigned* tile_chains, radix_passes passes, order ord,
+                                   unsigned long long* counts, digit_count_storage<K>& storage,
+                                   unsigned block, unsigned blocks) {
   const auto clear_counts = [&] {
-    for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += threads)
+    for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += Threads)
       (&storage.counts[0][0])[i] = 0;
   };
   // Every thread's additions are in before the counts are read, and every count is cleared
   // before any thread adds the next chain's keys.
   const auto add_counts_to = [&](unsigned chain) {
     __syncthreads();
-    add_digit_totals<threads>(storage.counts, passes.count,
+    add_digit_totals<Threads>(storage.counts, passes.count,
                               counts + std::size_t(chain) * passes.count * radix);
     __syncthreads();
     clear_counts();
@@ -607,8 +755,8 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
   radix_digit<K> digits[most_passes<K>];
   digits_of_passes(passes, ord, 8 * int(sizeof(K)), digits);
   const std::size_t tiles = chain_tile_count(bins);
-  const unsigned first = unsigned(tiles * blockIdx.x / gridDim.x);
-  const unsigned end = unsigned(tiles * (blockIdx.x + 1) / gridDim.x);
+  const unsigned first = unsigned(tiles * block / blocks);
+  const unsigned end = unsigned(tiles * (block + 1) / blocks);
   unsigned counting = ~0u;
   for (unsigned t = first; t < end; ++t) {
     const unsigned c = tile_chains[t];
@@ -620,35 +768,36 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     const std::size_t from =
         chain.begin + std::size_t(t - chain.first_tile) * bins.chain_tile_items;
     const std::size_t to = min(from + bins.chain_tile_items, chain.begin + chain.length);
-    for (std::size_t at = from; at < to; at += std::size_t(threads) * Tuning::keys) {
-      count_pass_digits<threads, Tuning::keys>(keys, at, to, digits, storage.counts);
-    }
+    for (std::size_t at = from; at < to; at += std::size_t(Threads) * KeysPerThread)
+      count_pass_digits<Threads, KeysPerThread>(keys, at, to, digits, storage.counts);
   }
   if (counting != ~0u) add_counts_to(counting);
 }
 
-// Thread d of the block of a segment's first chain: the counts of digit d become where each
-// chain's keys of digit d start, every pass: after the segment's keys of smaller digits, and
-// after the chain's before it.
-template <class K>
-__global__ void __launch_bounds__(radix)
-    chain_digit_starts_kernel(segment_bins bins, int passes, unsigned long long* counts) {
-  __shared__ block_sum_storage<radix / 32, unsigned long long> digit_sums;
+// Threads d < radix of the block of a segment's first chain: the counts of digit d become
+// where each chain's keys of digit d start, every pass: after the segment's keys of smaller
+// digits, and after the chain's before it. The counts are read from L2: a cooperative launch
+// wrote them.
+__device__ inline void chain_digit_starts(const segment_bins& bins, int passes,
+                                          unsigned long long* counts,
+                                          block_sum_storage<radix / 32, unsigned long long>& sums,
+                                          unsigned block, unsigned blocks) {
+  const unsigned d = threadIdx.x;
   const unsigned chains = chain_count(bins);
-  for (unsigned c = blockIdx.x; c < chains; c += gridDim.x) {
+  for (unsigned c = block; c < chains; c += blocks) {
     const segment_chain first = bins.chains[c];
     if (first.segment_first != c) continue;
     for (int p = 0; p < passes; ++p) {
-      const auto word = [&](unsigned chain) -> unsigned long long& {
-        return counts[(std::size_t(chain) * passes + unsigned(p)) * radix + threadIdx.x];
+      const auto word = [&](unsigned chain) {
+        return counts + (std::size_t(chain) * passes + unsigned(p)) * radix + d;
       };
       unsigned long long total = 0;
-      for (unsigned q = 0; q < first.segment_chains; ++q)
-        total += word(c + q);
-      unsigned long long start = first.begin + block_exclusive_sum(total, digit_sums);
-      for (unsigned q = 0; q < first.segment_chains; ++q) {
-        const unsigned long long keys = word(c + q);
-        word(c + q) = start;
+      for (unsigned q = 0; d < radix && q < first.segment_chains; ++q)
+        total += load_published(word(c + q));
+      unsigned long long start = first.begin + block_exclusive_sum(total, sums);
+      for (unsigned q = 0; d < radix && q < first.segment_chains; ++q) {
+        const unsigned long long keys = load_published(word(c + q));
+        *word(c + q) = start;
         start += keys;
       }
     }
@@ -665,18 +814,20 @@ struct chained_tiles {
   unsigned* next_published;  // the next pass's published counts, or null after the last
 };
 
-// Each block takes tiles by ticket until the chains' tiles run out: the grid is what fits on
+// The block takes tiles by ticket until the chains' tiles run out: the grid is what fits on
 // the GPU at once, not the most tiles the chains could have, so a pass over few chains (or
 // none) costs a wave of blocks rather than one a possible tile. A tile's look-back waits only
 // on tiles taken before it, by blocks already running. Each pass has a ticket counter of its
 // own, which names no last ticket (take_ticket's reset would hand out tiles twice here).
 // Passes take turns between two arrays of published counts, and each tile zeroes its own
 // counts in the array the next pass reads, which the pass before this one has finished with:
-// only the chains' tiles are zeroed, with no memset between passes.
-template <class Shape, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
-    chained_onesweep_kernel(onesweep_pass<K, V> pass, chained_tiles tiles) {
-  auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
+// only the chains' tiles are zeroed, with no memset between passes. Each tile's digit starts
+// are read into `digit_starts` (shared memory) first; `FromL2`: the keys, values and starts
+// were written by other blocks of the same launch.
+template <class Shape, bool FromL2, class K, class V>
+__device__ void sort_chained_tiles(const onesweep_pass<K, V>& pass, const chained_tiles& tiles,
+                                   tile_storage<Shape, K, V>& storage,
+                                   unsigned long long (&digit_starts)[radix]) {
   const unsigned chain_tiles = unsigned(*tiles.chains_and_tiles);
   for (;;) {
     if (threadIdx.x == 0) storage.tile = atomicAdd(pass.tile_counter, 1u);
@@ -684,54 +835,206 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     __syncthreads();
     const unsigned tile = storage.tile;
     if (tile >= chain_tiles) return;
-    if (tiles.next_published != nullptr && threadIdx.x < radix)
-      tiles.next_published[std::size_t(tile) * radix + threadIdx.x] = 0;
     const unsigned c = tiles.tile_chains[tile];
+    if (threadIdx.x < radix) {
+      if (tiles.next_published != nullptr)
+        tiles.next_published[std::size_t(tile) * radix + threadIdx.x] = 0;
+      // Read by thread d alone, in the look-back: no barrier needed.
+      digit_starts[threadIdx.x] =
+          load_published(tiles.starts + std::size_t(c) * tiles.passes * radix + threadIdx.x);
+    }
     const segment_chain chain = tiles.chains[c];
     const unsigned done = (tile - chain.first_tile) * unsigned(Shape::tile_items);
     const pass_tile place{tile, chain.first_tile, chain.begin + done,
-                          min(chain.length - done, unsigned(Shape::tile_items)),
-                          tiles.starts + std::size_t(c) * tiles.passes * radix};
-    sort_tile_at<Shape, false>(pass, place, storage);  // ends with a barrier
+                          min(chain.length - done, unsigned(Shape::tile_items)), digit_starts};
+    sort_tile_at<Shape, FromL2>(pass, place, storage);  // ends with a barrier
+  }
+}
+
+// The kernels a step, for large inputs. (The kernels of a header-only library are
+// templates, one definition in every translation unit: these on the key type they serve.)
+template <class K>
+__global__ void __launch_bounds__(256)
+    map_chain_tiles_kernel(segment_bins bins, unsigned* tile_chains, unsigned* first_published,
+                           unsigned* tile_counters, unsigned long long* counts, int passes) {
+  map_chain_tiles(bins, tile_chains, first_published, tile_counters, counts, passes, blockIdx.x,
+                  gridDim.x);
+}
+
+// The chains' counting: the onesweep's shape at four blocks an SM, not eight, since its walk
+// over chains needs more registers than eight blocks leave (8-byte keys spilled 40 bytes).
+template <class K>
+struct chain_digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 4, 4> {
+  static constexpr int keys = chain_digit_count_tuning::bytes_per_thread / int(sizeof(K));
+};
+
+template <class Tuning, class K>
+__global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
+    chain_digit_counts_kernel(const K* keys, segment_bins bins, const unsigned* tile_chains,
+                              radix_passes passes, order ord, unsigned long long* counts) {
+  __shared__ digit_count_storage<K> storage;
+  count_chain_digits<Tuning::threads, Tuning::keys>(keys, bins, tile_chains, passes, ord, counts,
+                                                    storage, blockIdx.x, gridDim.x);
+}
+
+template <class K>
+__global__ void __launch_bounds__(radix)
+    chain_digit_starts_kernel(segment_bins bins, int passes, unsigned long long* counts) {
+  __shared__ block_sum_storage<radix / 32, unsigned long long> digit_sums;
+  chain_digit_starts(bins, passes, counts, digit_sums, blockIdx.x, gridDim.x);
+}
+
+template <class Shape, class K, class V>
+struct chained_pass_storage {
+  tile_storage<Shape, K, V> tile;
+  unsigned long long digit_starts[radix];
+};
+
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    chained_onesweep_kernel(onesweep_pass<K, V> pass, chained_tiles tiles) {
+  auto& storage = dynamic_shared_storage<chained_pass_storage<Shape, K, V>>();
+  sort_chained_tiles<Shape, false>(pass, tiles, storage.tile, storage.digit_starts);
+}
+
+// Small inputs: every step in one cooperative launch, a grid-wide sync between steps and
+// between passes, where the separate kernels would each cost the host a launch
+// (docs/patterns.md, "Segmented sorts").
+template <class K, class V>
+struct chained_sort_args {
+  const K* keys_from[most_passes<K>];
+  K* keys_to[most_passes<K>];
+  const V* values_from[most_passes<K>];
+  V* values_to[most_passes<K>];
+  segment_bins bins;
+  unsigned* tile_chains;
+  unsigned* published[2];
+  unsigned* tile_counters;
+  unsigned long long* counts;
+  radix_passes passes;
+  order ord;
+};
+
+template <class Shape, class K, class V>
+struct chained_sort_storage {
+  union {
+    tile_storage<Shape, K, V> tile;
+    digit_count_storage<K> counting;
+  };
+  unsigned long long digit_starts[radix];
+};
+
+template <class Shape, class K, class V>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    chained_sort_kernel(chained_sort_args<K, V> sort) {
+  auto& storage = dynamic_shared_storage<chained_sort_storage<Shape, K, V>>();
+  const auto grid = cooperative_groups::this_grid();
+  const segment_bins& bins = sort.bins;
+  if (chain_tile_count(bins) == 0) return;  // every block alike: no segment was long
+  const int passes = sort.passes.count;
+  map_chain_tiles(bins, sort.tile_chains, sort.published[0], sort.tile_counters, sort.counts,
+                  passes, blockIdx.x, gridDim.x);
+  grid.sync();
+  count_chain_digits<Shape::threads, 8>(sort.keys_from[0], bins, sort.tile_chains, sort.passes,
+                                        sort.ord, sort.counts, storage.counting, blockIdx.x,
+                                        gridDim.x);
+  grid.sync();
+  chain_digit_starts(bins, passes, sort.counts, storage.counting.digit_sums, blockIdx.x, gridDim.x);
+  grid.sync();
+  for (int p = 0; p < passes; ++p) {
+    const onesweep_pass<K, V> pass{sort.keys_from[p],
+                                   sort.keys_to[p],
+                                   sort.values_from[p],
+                                   sort.values_to[p],
+                                   0,
+                                   0,
+                                   sort.passes.template digit<K>(p, sort.ord, 8 * int(sizeof(K))),
+                                   sort.tile_counters + p,
+                                   sort.published[p % 2],
+                                   nullptr,
+                                   nullptr};
+    const chained_tiles tiles{bins.chains,
+                              sort.tile_chains,
+                              bins.chains_and_tiles,
+                              sort.counts + std::size_t(p) * radix,
+                              passes,
+                              p + 1 < passes ? sort.published[(p + 1) % 2] : nullptr};
+    // From L2: other blocks of this launch wrote what every pass but the first reads, and one
+    // body for all passes spills less than two.
+    sort_chained_tiles<Shape, true>(pass, tiles, storage.tile, storage.digit_starts);
+    if (p + 1 < passes) grid.sync();
   }
 }
 
 // The chains' passes: counts, starts, then one onesweep launch a pass over every chain's
-// tiles.
+// tiles; or all of it in one cooperative launch where `in_one_launch`.
 template <class K, class V>
 void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                          std::size_t n, const segment_bins& bins, std::size_t most_chains,
-                         std::size_t most_tiles, radix_passes passes, order ord,
+                         std::size_t most_tiles, radix_passes passes, order ord, bool in_one_launch,
                          const call_context& call) {
-  using shape = segment_chain_shape<K, V>;
+  // The digit counts, then a ticket counter a pass, two arrays of published counts and each
+  // tile's chain.
   const std::size_t counts_items = most_chains * std::size_t(passes.count) * radix;
   const std::size_t published_items = most_tiles * radix;
-  temporary_buffer<unsigned long long> counts(counts_items, call);
-  // A ticket counter a pass, two arrays of published counts, then each tile's chain.
-  temporary_buffer<unsigned> tile_words(most_passes<K> + 2 * published_items + most_tiles, call);
-  unsigned* const tile_counters = tile_words.data();
+  temporary_buffer<unsigned long long> scratch(
+      counts_items + ceil_div(most_passes<K> + 2 * published_items + most_tiles, 2), call);
+  unsigned long long* const counts = scratch.data();
+  unsigned* const tile_counters = reinterpret_cast<unsigned*>(counts + counts_items);
   unsigned* const published[2] = {tile_counters + most_passes<K>,
                                   tile_counters + most_passes<K> + published_items};
   unsigned* const tile_chains = published[1] + published_items;
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
 
+  if (in_one_launch) {
+    using shape = segment_chain_one_launch_shape<K, V>;
+    constexpr auto kernel = chained_sort_kernel<shape, K, V>;
+    constexpr std::size_t shared_bytes = sizeof(chained_sort_storage<shape, K, V>);
+    allow_dynamic_shared_bytes<kernel>(call);
+    const std::size_t resident = resident_blocks<kernel>(shape::threads, shared_bytes, call);
+    chained_sort_args<K, V> sort{};
+    for (int pass = 0; pass < most_passes<K> && pass < passes.count; ++pass) {
+      sort.keys_from[pass] = buffers.keys_from(pass);
+      sort.keys_to[pass] = buffers.keys_to(pass);
+      sort.values_from[pass] = buffers.values_from(pass);
+      sort.values_to[pass] = buffers.values_to(pass);
+    }
+    sort.bins = bins;
+    sort.tile_chains = tile_chains;
+    sort.published[0] = published[0];
+    sort.published[1] = published[1];
+    sort.tile_counters = tile_counters;
+    sort.counts = counts;
+    sort.passes = passes;
+    sort.ord = ord;
+    void* arguments[] = {&sort};
+    call.check(cudaLaunchCooperativeKernel(
+                   reinterpret_cast<const void*>(kernel),
+                   dim3(unsigned(std::max<std::size_t>(std::min(most_tiles, resident), 1))),
+                   dim3(shape::threads), arguments, shared_bytes, call.stream()),
+               "cudaLaunchCooperativeKernel");
+    buffers.release();
+    scratch.release();
+    return;
+  }
+
+  using shape = segment_chain_shape<K, V>;
   const unsigned chain_blocks =
       unsigned(std::min<std::size_t>(most_chains, 8 * call.limits().sm_count));
   map_chain_tiles_kernel<K><<<chain_blocks, 256, 0, call.stream()>>>(
-      bins, tile_chains, published[0], tile_counters, counts.data(), passes.count);
+      bins, tile_chains, published[0], tile_counters, counts, passes.count);
   check_launch(call.function(), "map_chain_tiles_kernel");
   using counting = chain_digit_count_tuning<K>;
   chain_digit_counts_kernel<counting>
       <<<grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
-         counting::threads, 0, call.stream()>>>(keys_in, bins, tile_chains, passes, ord,
-                                                counts.data());
+         counting::threads, 0, call.stream()>>>(keys_in, bins, tile_chains, passes, ord, counts);
   check_launch(call.function(), "chain_digit_counts_kernel");
   chain_digit_starts_kernel<K>
-      <<<chain_blocks, radix, 0, call.stream()>>>(bins, passes.count, counts.data());
+      <<<chain_blocks, radix, 0, call.stream()>>>(bins, passes.count, counts);
   check_launch(call.function(), "chain_digit_starts_kernel");
 
-  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   constexpr auto pass_kernel = chained_onesweep_kernel<shape, K, V>;
-  constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
+  constexpr std::size_t shared_bytes = sizeof(chained_pass_storage<shape, K, V>);
   allow_dynamic_shared_bytes<pass_kernel>(call);
   const unsigned pass_blocks = unsigned(
       std::min(most_tiles, resident_blocks<pass_kernel>(shape::threads, shared_bytes, call)));
@@ -750,14 +1053,13 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
                                      nullptr};
     const chained_tiles tiles{
         bins.chains,           tile_chains,
-        bins.chains_and_tiles, counts.data() + std::size_t(pass) * radix,
+        bins.chains_and_tiles, counts + std::size_t(pass) * radix,
         passes.count,          pass + 1 < passes.count ? published[(pass + 1) % 2] : nullptr};
     pass_kernel<<<pass_blocks, shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
     check_launch(call.function(), "chained_onesweep_kernel");
   }
   buffers.release();
-  tile_words.release();
-  counts.release();
+  scratch.release();
 }
 
 }  // namespace ppat::detail
