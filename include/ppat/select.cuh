@@ -241,34 +241,29 @@ void select(const select_buffers<T, V, Count, Rule>& io, const char* function, c
     constexpr bool Aligned = decltype(aligned_loads)::value;
     constexpr auto kernel = select_kernel<shape, Rejected, Aligned, T, V, Count, Rule>;
     buffers tile_io = io;
-    bool wait_for_last_tile = false;
     if constexpr (Rejected == rejected_items::after_kept) {
       if (tiles > 1) {
-        wait_for_last_tile = total == partition_total::whichever_fits &&
-                             tiles <= resident_blocks<kernel>(shape::threads, 0, call);
-        if (!wait_for_last_tile) {
-          call.check(cudaMemsetAsync(io.num_selected, 0, sizeof(std::size_t), call.stream()),
-                     "cudaMemsetAsync");
-          count_selected_kernel<shape, Aligned>
-              <<<grid_stride_blocks(tiles, 1, call.limits(), shape::min_blocks_per_sm),
-                 shape::threads, 0, call.stream()>>>(io, unsigned(tiles));
-          check_launch(function, "count_selected_kernel");
-          tile_io.total_counted = true;
+        if (total == partition_total::whichever_fits &&
+            tiles <= resident_blocks<kernel>(shape::threads, 0, call)) {
+          // Every tile resident at once, which a cooperative launch guarantees (or refuses:
+          // then the total is counted first, as for more tiles).
+          lookback_state<select_tally> tile_state = state;
+          void* arguments[] = {&tile_io, &tile_state};
+          if (launch_cooperative<kernel>(dim3(unsigned(tiles)), dim3(shape::threads), arguments, 0,
+                                         call))
+            return;
         }
+        call.check(cudaMemsetAsync(io.num_selected, 0, sizeof(std::size_t), call.stream()),
+                   "cudaMemsetAsync");
+        count_selected_kernel<shape, Aligned>
+            <<<grid_stride_blocks(tiles, 1, call.limits(), shape::min_blocks_per_sm),
+               shape::threads, 0, call.stream()>>>(io, unsigned(tiles));
+        check_launch(function, "count_selected_kernel");
+        tile_io.total_counted = true;
       }
     }
-    if (wait_for_last_tile) {
-      // Every tile resident at once, which a cooperative launch guarantees (or refuses).
-      lookback_state<select_tally> tile_state = state;
-      void* arguments[] = {&tile_io, &tile_state};
-      call.check(
-          cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(tiles)),
-                                      dim3(shape::threads), arguments, 0, call.stream()),
-          "cudaLaunchCooperativeKernel");
-    } else {
-      kernel<<<unsigned(tiles), shape::threads, 0, call.stream()>>>(tile_io, state);
-      check_launch(function, "select_kernel");
-    }
+    kernel<<<unsigned(tiles), shape::threads, 0, call.stream()>>>(tile_io, state);
+    check_launch(function, "select_kernel");
   };
   if (aligned) {
     run_tiles(std::true_type{});

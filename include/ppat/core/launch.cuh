@@ -92,6 +92,42 @@ void allow_dynamic_shared_bytes(const call_context& call) {
   if (remembered) allowed[call.device()].store(true, std::memory_order_release);
 }
 
+// A cooperative launch of `Kernel`, whose grid the occupancy query (resident_blocks) says
+// fits on the GPU at once. The driver may still refuse such a grid as too large: it did in
+// the bench's process for the sort's one-launch kernel of f32 keys at 2^18, although a fresh
+// process ran the same call and the query said one block an SM fits; the cause is not found
+// (docs/patterns.md, "Radix sort"). Refused, the kernel's shared-memory limit is set again
+// with a carveout of all the shared memory, and the launch tried once more; refused again, it
+// returns false and the caller takes its path of separate launches. Other failures throw.
+template <auto Kernel>
+bool launch_cooperative(dim3 grid, dim3 block, void** arguments, std::size_t shared_bytes,
+                        const call_context& call) {
+  const auto launch = [&] {
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(Kernel), grid, block,
+                                       arguments, shared_bytes, call.stream());
+  };
+  cudaError_t launched = launch();
+  if (launched == cudaErrorCooperativeLaunchTooLarge) {
+    (void)cudaGetLastError();
+    cudaFuncAttributes attributes{};
+    call.check(cudaFuncGetAttributes(&attributes, Kernel), "cudaFuncGetAttributes");
+    call.check(cudaFuncSetAttribute(
+                   Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                   call.limits().shared_bytes_per_block_optin - int(attributes.sharedSizeBytes)),
+               "cudaFuncSetAttribute");
+    call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    int(cudaSharedmemCarveoutMaxShared)),
+               "cudaFuncSetAttribute");
+    launched = launch();
+  }
+  if (launched == cudaErrorCooperativeLaunchTooLarge) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  call.check(launched, "cudaLaunchCooperativeKernel");
+  return true;
+}
+
 // Blocks of `Kernel` (of `threads` threads and `shared_bytes` of dynamic shared memory) that
 // fit on the call's GPU at once, asked of the runtime once per device for the shared memory
 // last asked about (a histogram's varies with its bins).

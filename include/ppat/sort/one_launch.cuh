@@ -19,6 +19,7 @@
 #include "../core/launch.cuh"
 #include "../core/memory.cuh"
 #include "digit_counts.cuh"
+#include "onesweep.cuh"
 #include "plan.cuh"
 #include "tile.cuh"
 
@@ -142,13 +143,12 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
   sort.counts = reinterpret_cast<unsigned*>(scratch.data());
   sort.published = reinterpret_cast<unsigned*>(scratch.data() + counts_bytes);
   void* arguments[] = {&sort};
-  call.check(
-      cudaLaunchCooperativeKernel(
-          reinterpret_cast<const void*>(&one_launch_sort_kernel<Shape, K, V>), dim3(tiles),
-          dim3(Shape::threads), arguments, sizeof(one_launch_storage<Shape, K, V>), call.stream()),
-      "cudaLaunchCooperativeKernel");
+  const bool launched = launch_cooperative<one_launch_sort_kernel<Shape, K, V>>(
+      dim3(tiles), dim3(Shape::threads), arguments, sizeof(one_launch_storage<Shape, K, V>), call);
   buffers.release();
   scratch.release();
+  if (!launched)  // refused, although the grid should fit: the passes in launches of their own
+    onesweep_sort(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit, call);
 }
 
 }  // namespace ppat::detail

@@ -966,78 +966,74 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   }
 }
 
-// The chains' passes: counts, starts, then one onesweep launch a pass over every chain's
-// tiles; or all of it in one cooperative launch where `in_one_launch`.
-template <class K, class V>
-void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                         std::size_t n, const segment_bins& bins, std::size_t most_chains,
-                         std::size_t most_tiles, radix_passes passes, order ord, bool in_one_launch,
-                         const call_context& call) {
-  // The digit counts, then a ticket counter a pass, two arrays of published counts and each
-  // tile's chain.
-  const std::size_t counts_items = most_chains * std::size_t(passes.count) * radix;
-  const std::size_t published_items = most_tiles * radix;
-  temporary_buffer<unsigned long long> scratch(
-      counts_items + ceil_div(most_passes<K> + 2 * published_items + most_tiles, 2), call);
-  unsigned long long* const counts = scratch.data();
-  unsigned* const tile_counters = reinterpret_cast<unsigned*>(counts + counts_items);
-  unsigned* const published[2] = {tile_counters + most_passes<K>,
-                                  tile_counters + most_passes<K> + published_items};
-  unsigned* const tile_chains = published[1] + published_items;
-  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+// The chains' memory: the digit counts, a ticket counter a pass, two arrays of published
+// counts and each tile's chain.
+struct chain_scratch {
+  unsigned long long* counts;
+  unsigned* tile_counters;
+  unsigned* published[2];
+  unsigned* tile_chains;
+};
 
-  if (in_one_launch) {
-    using shape = segment_chain_one_launch_shape<K, V>;
-    constexpr auto kernel = chained_sort_kernel<shape, K, V>;
-    constexpr std::size_t shared_bytes = sizeof(chained_sort_storage<shape, K, V>);
-    allow_dynamic_shared_bytes<kernel>(call);
-    const std::size_t resident = resident_blocks<kernel>(shape::threads, shared_bytes, call);
-    chained_sort_args<K, V> sort{};
-    for (int pass = 0; pass < most_passes<K> && pass < passes.count; ++pass) {
-      sort.keys_from[pass] = buffers.keys_from(pass);
-      sort.keys_to[pass] = buffers.keys_to(pass);
-      sort.values_from[pass] = buffers.values_from(pass);
-      sort.values_to[pass] = buffers.values_to(pass);
-    }
-    sort.bins = bins;
-    sort.tile_chains = tile_chains;
-    sort.published[0] = published[0];
-    sort.published[1] = published[1];
-    sort.tile_counters = tile_counters;
-    sort.counts = counts;
-    sort.passes = passes;
-    sort.ord = ord;
-    void* arguments[] = {&sort};
-    call.check(cudaLaunchCooperativeKernel(
-                   reinterpret_cast<const void*>(kernel),
-                   dim3(unsigned(std::max<std::size_t>(std::min(most_tiles, resident), 1))),
-                   dim3(shape::threads), arguments, shared_bytes, call.stream()),
-               "cudaLaunchCooperativeKernel");
-    buffers.release();
-    scratch.release();
-    return;
+// All of the chains' steps in one cooperative launch of Shape's tiles (the binning's); false
+// where the launch was refused (launch_cooperative).
+template <class Shape, class K, class V>
+bool sort_chains_in_one_launch(const pass_buffers<K, V>& buffers, const segment_bins& bins,
+                               const chain_scratch& scratch, std::size_t most_tiles,
+                               radix_passes passes, order ord, const call_context& call) {
+  constexpr auto kernel = chained_sort_kernel<Shape, K, V>;
+  constexpr std::size_t shared_bytes = sizeof(chained_sort_storage<Shape, K, V>);
+  allow_dynamic_shared_bytes<kernel>(call);
+  const std::size_t resident = resident_blocks<kernel>(Shape::threads, shared_bytes, call);
+  chained_sort_args<K, V> sort{};
+  for (int pass = 0; pass < most_passes<K> && pass < passes.count; ++pass) {
+    sort.keys_from[pass] = buffers.keys_from(pass);
+    sort.keys_to[pass] = buffers.keys_to(pass);
+    sort.values_from[pass] = buffers.values_from(pass);
+    sort.values_to[pass] = buffers.values_to(pass);
   }
+  sort.bins = bins;
+  sort.tile_chains = scratch.tile_chains;
+  sort.published[0] = scratch.published[0];
+  sort.published[1] = scratch.published[1];
+  sort.tile_counters = scratch.tile_counters;
+  sort.counts = scratch.counts;
+  sort.passes = passes;
+  sort.ord = ord;
+  void* arguments[] = {&sort};
+  return launch_cooperative<kernel>(
+      dim3(unsigned(std::max<std::size_t>(std::min(most_tiles, resident), 1))),
+      dim3(Shape::threads), arguments, shared_bytes, call);
+}
 
-  using shape = segment_chain_shape<K, V>;
+// The chains' steps in launches of their own: map, counts, starts, then one onesweep launch
+// a pass over every chain's tiles, of Shape (the binning's).
+template <class Shape, class K, class V>
+void sort_chains_in_launches(const K* keys_in, std::size_t n, const pass_buffers<K, V>& buffers,
+                             const segment_bins& bins, const chain_scratch& scratch,
+                             std::size_t most_chains, std::size_t most_tiles, radix_passes passes,
+                             order ord, const call_context& call) {
   const unsigned chain_blocks =
       unsigned(std::min<std::size_t>(most_chains, 8 * call.limits().sm_count));
   map_chain_tiles_kernel<K><<<chain_blocks, 256, 0, call.stream()>>>(
-      bins, tile_chains, published[0], tile_counters, counts, passes.count);
+      bins, scratch.tile_chains, scratch.published[0], scratch.tile_counters, scratch.counts,
+      passes.count);
   check_launch(call.function(), "map_chain_tiles_kernel");
   using counting = chain_digit_count_tuning<K>;
   chain_digit_counts_kernel<counting>
       <<<grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
-         counting::threads, 0, call.stream()>>>(keys_in, bins, tile_chains, passes, ord, counts);
+         counting::threads, 0, call.stream()>>>(keys_in, bins, scratch.tile_chains, passes, ord,
+                                                scratch.counts);
   check_launch(call.function(), "chain_digit_counts_kernel");
   chain_digit_starts_kernel<K>
-      <<<chain_blocks, radix, 0, call.stream()>>>(bins, passes.count, counts);
+      <<<chain_blocks, radix, 0, call.stream()>>>(bins, passes.count, scratch.counts);
   check_launch(call.function(), "chain_digit_starts_kernel");
 
-  constexpr auto pass_kernel = chained_onesweep_kernel<shape, K, V>;
-  constexpr std::size_t shared_bytes = sizeof(chained_pass_storage<shape, K, V>);
+  constexpr auto pass_kernel = chained_onesweep_kernel<Shape, K, V>;
+  constexpr std::size_t shared_bytes = sizeof(chained_pass_storage<Shape, K, V>);
   allow_dynamic_shared_bytes<pass_kernel>(call);
   const unsigned pass_blocks = unsigned(
-      std::min(most_tiles, resident_blocks<pass_kernel>(shape::threads, shared_bytes, call)));
+      std::min(most_tiles, resident_blocks<pass_kernel>(Shape::threads, shared_bytes, call)));
   const int end_bit = 8 * int(sizeof(K));
   for (int pass = 0; pass < passes.count; ++pass) {
     const onesweep_pass<K, V> launch{buffers.keys_from(pass),
@@ -1047,19 +1043,50 @@ void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* v
                                      0,
                                      unsigned(most_tiles),
                                      passes.digit<K>(pass, ord, end_bit),
-                                     tile_counters + pass,
-                                     published[pass % 2],
+                                     scratch.tile_counters + pass,
+                                     scratch.published[pass % 2],
                                      nullptr,
                                      nullptr};
     const chained_tiles tiles{
-        bins.chains,           tile_chains,
-        bins.chains_and_tiles, counts + std::size_t(pass) * radix,
-        passes.count,          pass + 1 < passes.count ? published[(pass + 1) % 2] : nullptr};
-    pass_kernel<<<pass_blocks, shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
+        bins.chains,
+        scratch.tile_chains,
+        bins.chains_and_tiles,
+        scratch.counts + std::size_t(pass) * radix,
+        passes.count,
+        pass + 1 < passes.count ? scratch.published[(pass + 1) % 2] : nullptr};
+    pass_kernel<<<pass_blocks, Shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
     check_launch(call.function(), "chained_onesweep_kernel");
   }
+}
+
+// Every chain sorted: in one cooperative launch where `in_one_launch` (the binning then took
+// the one-launch tiles), else, or where that launch is refused, in launches of their own.
+template <class K, class V>
+void sort_segment_chains(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                         std::size_t n, const segment_bins& bins, std::size_t most_chains,
+                         std::size_t most_tiles, radix_passes passes, order ord, bool in_one_launch,
+                         const call_context& call) {
+  const std::size_t counts_items = most_chains * std::size_t(passes.count) * radix;
+  const std::size_t published_items = most_tiles * radix;
+  temporary_buffer<unsigned long long> memory(
+      counts_items + ceil_div(most_passes<K> + 2 * published_items + most_tiles, 2), call);
+  chain_scratch scratch{};
+  scratch.counts = memory.data();
+  scratch.tile_counters = reinterpret_cast<unsigned*>(scratch.counts + counts_items);
+  scratch.published[0] = scratch.tile_counters + most_passes<K>;
+  scratch.published[1] = scratch.published[0] + published_items;
+  scratch.tile_chains = scratch.published[1] + published_items;
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
+  if (!in_one_launch) {
+    sort_chains_in_launches<segment_chain_shape<K, V>>(keys_in, n, buffers, bins, scratch,
+                                                       most_chains, most_tiles, passes, ord, call);
+  } else if (!sort_chains_in_one_launch<segment_chain_one_launch_shape<K, V>>(
+                 buffers, bins, scratch, most_tiles, passes, ord, call)) {
+    sort_chains_in_launches<segment_chain_one_launch_shape<K, V>>(
+        keys_in, n, buffers, bins, scratch, most_chains, most_tiles, passes, ord, call);
+  }
   buffers.release();
-  scratch.release();
+  memory.release();
 }
 
 }  // namespace ppat::detail
