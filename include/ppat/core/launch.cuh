@@ -78,17 +78,22 @@ inline dim3 grid_2d(std::size_t rows, std::size_t cols, dim3 block) {
 // a block may have beside its static shared memory, said once per device: set per call to
 // what the call asks, the limit cost host time on every call (0.35-0.46 us, a twentieth of a
 // small call), and a smaller limit set by a concurrent call could fail a larger launch.
+// set_most_dynamic_shared_bytes says it; allow_dynamic_shared_bytes, once per device.
+template <auto Kernel>
+void set_most_dynamic_shared_bytes(const call_context& call) {
+  cudaFuncAttributes attributes{};
+  call.check(cudaFuncGetAttributes(&attributes, Kernel), "cudaFuncGetAttributes");
+  const int most = call.limits().shared_bytes_per_block_optin - int(attributes.sharedSizeBytes);
+  call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
+             "cudaFuncSetAttribute");
+}
 template <auto Kernel>
 void allow_dynamic_shared_bytes(const call_context& call) {
   constexpr int most_devices = 64;
   static std::atomic<bool> allowed[most_devices] = {};
   const bool remembered = call.device() < most_devices;
   if (remembered && allowed[call.device()].load(std::memory_order_acquire)) return;
-  cudaFuncAttributes attributes{};
-  call.check(cudaFuncGetAttributes(&attributes, Kernel), "cudaFuncGetAttributes");
-  const int most = call.limits().shared_bytes_per_block_optin - int(attributes.sharedSizeBytes);
-  call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
-             "cudaFuncSetAttribute");
+  set_most_dynamic_shared_bytes<Kernel>(call);
   if (remembered) allowed[call.device()].store(true, std::memory_order_release);
 }
 
@@ -109,12 +114,7 @@ bool launch_cooperative(dim3 grid, dim3 block, void** arguments, std::size_t sha
   cudaError_t launched = launch();
   if (launched == cudaErrorCooperativeLaunchTooLarge) {
     (void)cudaGetLastError();
-    cudaFuncAttributes attributes{};
-    call.check(cudaFuncGetAttributes(&attributes, Kernel), "cudaFuncGetAttributes");
-    call.check(cudaFuncSetAttribute(
-                   Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                   call.limits().shared_bytes_per_block_optin - int(attributes.sharedSizeBytes)),
-               "cudaFuncSetAttribute");
+    set_most_dynamic_shared_bytes<Kernel>(call);
     call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     int(cudaSharedmemCarveoutMaxShared)),
                "cudaFuncSetAttribute");
