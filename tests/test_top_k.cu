@@ -75,7 +75,7 @@ void expect_top_k(const std::vector<K>& keys, std::size_t k, ppat::order ord,
       << "written outside an output";
 }
 
-constexpr std::size_t sizes[] = {1, 2, 7, 2048, 2049, 100003, 1000003};
+constexpr std::size_t sizes[] = {1, 2, 7, 1025, 2049, 8192, 8193, 100003, 1000003};
 
 template <class K, class Index>
 void expect_top_k(const std::vector<K>& keys, std::size_t k, ppat::order ord) {

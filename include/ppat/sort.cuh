@@ -94,28 +94,11 @@ void sort_on_its_path(const K* keys_in, K* keys_out, const V* values_in, V* valu
     return;
   }
 
-  using tiny_tile = one_tile_tiny_shape<K, V>;
-  using small_tile = one_tile_small_shape<K, V>;
-  using large_tile = one_tile_large_shape<K, V>;
-  if constexpr (tiny_tile::tile_items < small_tile::tile_items) {
-    if (n <= tiny_tile::tile_items) {
-      one_tile_sort<tiny_tile>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
-                               call);
-      return;
-    }
-  }
-  if (n <= small_tile::tile_items) {
-    one_tile_sort<small_tile>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
-                              call);
-    return;
-  }
-  if constexpr (small_tile::tile_items < large_tile::tile_items) {
-    if (n <= large_tile::tile_items) {
-      one_tile_sort<large_tile>(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit,
-                                call);
-      return;
-    }
-  }
+  const bool in_one_tile = on_smallest_one_tile<K, V>(n, [&](auto shape) {
+    one_tile_sort<decltype(shape)>(keys_in, keys_out, values_in, values_out, n, passes, ord,
+                                   end_bit, call);
+  });
+  if (in_one_tile) return;
   using small_launch = one_launch_small_shape<K, V>;
   using large_launch = one_launch_large_shape<K, V>;
   if constexpr (!std::is_same_v<small_launch, large_launch>) {

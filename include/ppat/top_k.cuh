@@ -15,6 +15,8 @@
 // few keys still in question (listed in one read where a sample bounds them), and the k
 // taken keys sorted; a block a row for the batched form, a cluster a row for rows fewer
 // than the SMs, and the whole GPU a row for rows so few and long that it serves them best.
+// An input that fits one tile (up to 8192 keys) is sorted whole by one block with its
+// positions, which writes the first k (sort/one_tile.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -230,6 +232,7 @@ void top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indice
   if (k == 0) return;
   const call_context call(stream, function);
   require_top_k_buffers_readable(in, n, k, keys_out, indices_out, call);
+  if (one_tile_top_k(in, n, k, keys_out, indices_out, ord, call)) return;
   select_top_k(in, n, k, keys_out, indices_out, ord, call);
 }
 

@@ -30,26 +30,19 @@ using one_tile_small_shape = tile_shape<K, V, tuning<256, 128, 0>>;
 template <class K, class V>
 using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 
-// Keys warp-striped as in sort/tile.cuh; after each pass a thread takes back the keys (and
-// values) at its positions of the staged digit order, which keeps the next pass stable. The
-// storage is free again when it returns. A segmented sort runs it on each small segment.
+// The keys (and values) the block holds, warp-striped as in sort/tile.cuh (item i of a
+// thread is item warp_first + i x 32 + lane of the tile), sorted: on return each thread holds
+// those items of the sorted order. After each pass a thread takes back the keys (and values)
+// at its positions of the staged digit order, which keeps the next pass stable. The storage
+// is free again when it returns.
 template <class Shape, class K, class V>
-__device__ void sort_in_one_tile(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                                 unsigned n, radix_passes passes, order ord, int end_bit,
-                                 tile_storage<Shape, K, V>& storage) {
+__device__ void sort_tile_in_registers(K (&keys)[Shape::items],
+                                       value_or_char<V> (&values)[Shape::items], unsigned n,
+                                       radix_passes passes, order ord, int end_bit,
+                                       tile_storage<Shape, K, V>& storage) {
   constexpr int items = Shape::items;
   const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
   const unsigned lane = unsigned(lane_id());
-  K keys[items];
-  value_or_char<V> values[items];
-#pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32) + lane;
-    if (at < n) {
-      keys[i] = keys_in[at];
-      if constexpr (has_values_of<V>) values[i] = values_in[at];
-    }
-  }
   for (int p = 0; p < passes.count; ++p) {
     const radix_digit<K> digit = passes.digit<K>(p, ord, end_bit);
     clear_tile_storage(storage);
@@ -72,6 +65,27 @@ __device__ void sort_in_one_tile(const K* keys_in, K* keys_out, const V* values_
     }
     __syncthreads();  // the next pass clears the rank's words, which share the staged bytes
   }
+}
+
+// n keys (and values) sorted by one block. A segmented sort runs it on each small segment.
+template <class Shape, class K, class V>
+__device__ void sort_in_one_tile(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                                 unsigned n, radix_passes passes, order ord, int end_bit,
+                                 tile_storage<Shape, K, V>& storage) {
+  constexpr int items = Shape::items;
+  const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
+  const unsigned lane = unsigned(lane_id());
+  K keys[items];
+  value_or_char<V> values[items];
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    if (at < n) {
+      keys[i] = keys_in[at];
+      if constexpr (has_values_of<V>) values[i] = values_in[at];
+    }
+  }
+  sort_tile_in_registers<Shape>(keys, values, n, passes, ord, end_bit, storage);
 #pragma unroll
   for (int i = 0; i < items; ++i) {
     const unsigned at = warp_first + unsigned(i * 32) + lane;
@@ -98,6 +112,83 @@ void one_tile_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
   one_tile_sort_kernel<Shape><<<1, Shape::threads, shared_bytes, call.stream()>>>(
       keys_in, keys_out, values_in, values_out, unsigned(n), passes, ord, end_bit);
   check_launch(call.function(), "one_tile_sort_kernel");
+}
+
+// The smallest one-tile shape that holds n keys (and values): f(Shape{}) and true, or false
+// where none does.
+template <class K, class V, class F>
+bool on_smallest_one_tile(std::size_t n, F&& f) {
+  using tiny = one_tile_tiny_shape<K, V>;
+  using small = one_tile_small_shape<K, V>;
+  using large = one_tile_large_shape<K, V>;
+  if constexpr (tiny::tile_items < small::tile_items) {
+    if (n <= tiny::tile_items) {
+      f(tiny{});
+      return true;
+    }
+  }
+  if (n <= small::tile_items) {
+    f(small{});
+    return true;
+  }
+  if constexpr (small::tile_items < large::tile_items) {
+    if (n <= large::tile_items) {
+      f(large{});
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- Top-k of one tile ----------------------------------------------------------------------
+
+// The first k of n keys in an order, with their positions, where the n fit one tile: the
+// keys sorted with their positions as values, stably (so ties stay by position, as top_k
+// promises), and the first k of the order written. One launch, where the radix select takes
+// a dozen (docs/patterns.md, "Top-k").
+template <class Shape, class K, class Index>
+__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+    one_tile_top_k_kernel(const K* in, unsigned n, unsigned k, K* keys_out, Index* indices_out,
+                          order ord) {
+  constexpr int items = Shape::items;
+  constexpr int end_bit = 8 * int(sizeof(K));
+  const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
+  const unsigned lane = unsigned(lane_id());
+  K keys[items];
+  Index positions[items];
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    if (at < n) {
+      keys[i] = in[at];
+      positions[i] = Index(at);
+    }
+  }
+  sort_tile_in_registers<Shape>(keys, positions, n, radix_passes::of(0, end_bit), ord, end_bit,
+                                dynamic_shared_storage<tile_storage<Shape, K, Index>>());
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    if (at < k) {
+      keys_out[at] = keys[i];
+      indices_out[at] = positions[i];
+    }
+  }
+}
+
+// True where n keys fit one tile and their top k are launched; false (nothing launched)
+// where they do not.
+template <class K, class Index>
+bool one_tile_top_k(const K* in, std::size_t n, std::size_t k, K* keys_out, Index* indices_out,
+                    order ord, const call_context& call) {
+  return on_smallest_one_tile<K, Index>(n, [&](auto shape) {
+    using Shape = decltype(shape);
+    constexpr auto kernel = one_tile_top_k_kernel<Shape, K, Index>;
+    allow_dynamic_shared_bytes<kernel>(call);
+    kernel<<<1, Shape::threads, sizeof(tile_storage<Shape, K, Index>), call.stream()>>>(
+        in, unsigned(n), unsigned(k), keys_out, indices_out, ord);
+    check_launch(call.function(), "one_tile_top_k_kernel");
+  });
 }
 
 }  // namespace ppat::detail
