@@ -120,14 +120,14 @@ std::vector<T> expected_output(const std::vector<T>& in, const std::vector<long 
 // one offset array where `one_array` (the segments then cover [0, n) in order), and checks
 // every output item and guard, and that the inputs come back unchanged.
 template <class K, class V, class Offset>
-void expect_segments_sorted(std::size_t n, layout l, ppat::order ord, bool one_array = false) {
+void expect_segments_sorted(std::size_t n, const segments& s, ppat::order ord,
+                            bool one_array = false) {
   constexpr bool with_values = !std::is_same_v<V, char>;
-  SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n) + ", " +
+  SCOPED_TRACE("n = " + std::to_string(n) + ", " + std::to_string(s.begins.size()) + " segments, " +
                (ord == ppat::order::ascending ? "ascending" : "descending") +
                (one_array ? ", one offset array" : ""));
   const auto keys = draw_keys<K>(n);
   const auto values = with_values ? draw_values<V>(n) : std::vector<V>{};
-  const segments s = draw_segments(n, l);
   std::vector<Offset> begins(s.begins.begin(), s.begins.end());
   std::vector<Offset> ends(s.ends.begin(), s.ends.end());
   if (one_array) begins.push_back(Offset(n));
@@ -163,15 +163,23 @@ void expect_segments_sorted(std::size_t n, layout l, ppat::order ord, bool one_a
       << "written outside a buffer";
 }
 
+template <class K, class V, class Offset>
+void expect_segments_sorted(std::size_t n, layout l, ppat::order ord, bool one_array = false) {
+  SCOPED_TRACE(name(l));
+  expect_segments_sorted<K, V, Offset>(n, draw_segments(n, l), ord, one_array);
+}
+
 constexpr ppat::order orders[] = {ppat::order::ascending, ppat::order::descending};
-constexpr std::size_t sizes[] = {1, 2, 41, 1025, 8193, 70001, 1000003};
+constexpr std::size_t sizes[] = {1, 2, 41, 1025, 4096, 8193, 70001, 1000003};
 
 // Under the sanitizers (PPAT_TEST_MAX_ITEMS set), whose kernels run ten to a hundred times
-// slower, two cases stand for the rest: segments on every path's edges, and mixed lengths
-// with segments longer than a block sorts.
+// slower, three cases stand for the rest: segments on every path's edges, in an input small
+// enough to be sorted a block a segment without binning and in one that is binned, and mixed
+// lengths with segments longer than a block sorts.
 bool sampled_out(std::size_t n, layout l) {
   return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr &&
-         !((n == 8193 && l == layout::edges) || (n == 70001 && l == layout::mixed));
+         !((n == 1025 && l == layout::edges) || (n == 8193 && l == layout::edges) ||
+           (n == 70001 && l == layout::mixed));
 }
 
 template <class K, class V = char>
@@ -224,6 +232,25 @@ TEST(segmented_sort, each_path_its_own_launch_above_the_few_launches_size) {
   expect_segments_sorted<float, std::uint32_t, int>(n, layout::edges, ppat::order::descending);
   expect_segments_sorted<std::uint64_t, char, long long>(n, layout::shuffled_gaps,
                                                          ppat::order::ascending);
+}
+
+// An input that fits one of the short launch's blocks is sorted a block a segment, without
+// binning, where its segments are at most ppat::detail::most_segments_a_block_each (every
+// small size above); more segments than that (here most of them empty, which only offsets
+// can give) are binned.
+TEST(segmented_sort, small_input_in_more_segments_than_blocks_take_is_binned) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 1500;
+  segments s;
+  for (std::size_t at = 0; s.begins.size() <= ppat::detail::most_segments_a_block_each;) {
+    const std::size_t length = std::min(n - at, std::size_t(ppat_test::rng()() % 3));
+    s.begins.push_back((long long)at);
+    s.ends.push_back((long long)(at + length));
+    at += length;
+  }
+  for (ppat::order ord : orders)
+    expect_segments_sorted<std::uint32_t, std::uint32_t, long long>(n, s, ord);
 }
 
 TEST(segmented_sort, every_offset_type_and_one_offset_array) {

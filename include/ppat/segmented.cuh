@@ -135,11 +135,15 @@ constexpr std::size_t few_launches_items = std::size_t{1} << 22;
 // Every segment of `segments` sorted: each binned on the device, then each path launched for
 // as many segments as it may have been given. With `few_launches`, the short bins of
 // 256-thread blocks share one launch, every longer segment is a chain, and the chains' steps
-// take one cooperative launch.
+// take one cooperative launch; and where the whole input fits those blocks and the segments
+// are few, one launch sorts them a block a segment, with no binning.
 template <class K, class V, class Segments>
 void segmented_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                           std::size_t n, const Segments& segments, std::size_t fewest_keys,
                           order ord, bool few_launches, const call_context& call) {
+  if (few_launches &&
+      sort_segments_a_block_each(keys_in, keys_out, values_in, values_out, n, segments, ord, call))
+    return;
   const segment_paths<K, V> paths(n, segments.count, fewest_keys, few_launches);
   std::size_t listed = 0;
   for (std::size_t most : paths.most_in_bin)

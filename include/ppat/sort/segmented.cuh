@@ -17,7 +17,9 @@
 // (how many segments each path can hold at most); every kernel reads the counts the binning
 // kernel left, and blocks past them do nothing. A small call, bound by the host's launches
 // rather than by the GPU, launches fewer kernels: one for the short bins of 256-thread blocks,
-// and one cooperative launch for all of the chains' steps, which take every longer segment.
+// and one cooperative launch for all of the chains' steps, which take every longer segment;
+// and a call whose every key fits one of those blocks, in few segments, skips the binning: a
+// block takes each segment and sorts it on the path its length calls for, in one launch.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -148,6 +150,16 @@ __device__ inline void append_chains(const segment_range& segment, const segment
   }
 }
 
+// A segment of one key, sorted: copied where the output is not the input.
+template <class K, class V>
+__device__ void copy_lone_key(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                              std::size_t at) {
+  if (keys_in != keys_out) keys_out[at] = keys_in[at];
+  if constexpr (has_values_of<V>) {
+    if (values_in != values_out) values_out[at] = values_in[at];
+  }
+}
+
 // Segments to their paths, `segments_a_thread` each a step. A block appends its segments of
 // each bin with one atomic, their places among the block's from shared-memory counts, so
 // that millions of short segments do not queue on one word a bin.
@@ -174,11 +186,7 @@ __global__ void __launch_bounds__(binning_threads)
       segment[j] = i < segments.count ? segments(i) : segment_range{0, 0};
       bin[j] = -1;
       if (segment[j].length == 1) {
-        const std::size_t at = segment[j].begin;
-        if (keys_in != keys_out) keys_out[at] = keys_in[at];
-        if constexpr (has_values_of<V>) {
-          if (values_in != values_out) values_out[at] = values_in[at];
-        }
+        copy_lone_key(keys_in, keys_out, values_in, values_out, segment[j].begin);
       } else if (segment[j].length > 1) {
         bin[j] = 0;
         while (bin[j] < short_bins && segment[j].length > bins.capacity[bin[j]])
@@ -693,6 +701,82 @@ void sort_short_segments_in_one_launch(const K* keys_in, K* keys_out, const V* v
   kernel<<<unsigned(next), group_sort_threads, shared_bytes, call.stream()>>>(
       keys_in, keys_out, values_in, values_out, segments, bins, blocks, ord);
   check_launch(call.function(), "short_segments_sort_kernel");
+}
+
+// ---- Small inputs of short segments: a block a segment, no binning ------------------------------
+
+// Where every segment fits the short launch's largest block (n at most its capacity), and
+// the segments are few, the whole call is one launch: block b sorts segments b, b + blocks,
+// ... each on the path its length calls for, without the binning kernel, the memset before
+// it and the launch after it (docs/patterns.md, "Segmented sorts").
+template <class K, class V, int Bin = short_bins - 1>
+constexpr unsigned short_launch_capacity() {
+  if constexpr (in_short_launch<K, V, Bin>) {
+    return short_bin_capacity<K, V, Bin>;
+  } else {
+    return short_launch_capacity<K, V, Bin - 1>();
+  }
+}
+constexpr std::size_t most_segments_a_block_each = 4096;
+
+// One segment, as the group and block sorts take a list of them.
+struct single_segment {
+  segment_range range;
+  static constexpr std::size_t count = 1;
+  __device__ segment_range operator()(std::size_t) const { return range; }
+};
+
+// A segment of 2 to short_launch_capacity keys, sorted by this block on the path of the
+// first short bin that holds it.
+template <int Bin, class K, class V>
+__device__ void sort_segment_on_its_path(const K* keys_in, K* keys_out, const V* values_in,
+                                         V* values_out, const segment_range& segment, order ord) {
+  if constexpr (Bin < short_bins) {
+    if (!in_short_launch<K, V, Bin> || segment.length > short_bin_capacity<K, V, Bin>) {
+      sort_segment_on_its_path<Bin + 1>(keys_in, keys_out, values_in, values_out, segment, ord);
+    } else if constexpr (Bin < group_bins) {
+      sort_segments_in_groups<group_shape<K, V, Bin>>(keys_in, keys_out, values_in, values_out,
+                                                      single_segment{segment}, nullptr, nullptr,
+                                                      ord, 0, 1);
+    } else if constexpr (in_short_launch<K, V, Bin>) {
+      sort_segments_in_blocks<segment_block_shape<K, V, Bin>>(keys_in, keys_out, values_in,
+                                                              values_out, single_segment{segment},
+                                                              nullptr, nullptr, ord, 0, 1);
+    }
+  }
+}
+
+template <class Segments, class K, class V>
+__global__ void __launch_bounds__(group_sort_threads)
+    segments_a_block_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                                 Segments segments, order ord) {
+  for (std::size_t s = blockIdx.x; s < segments.count; s += gridDim.x) {
+    const segment_range segment = segments(s);
+    if (segment.length == 1) {
+      if (threadIdx.x == 0) copy_lone_key(keys_in, keys_out, values_in, values_out, segment.begin);
+    } else if (segment.length > 1) {
+      sort_segment_on_its_path<0>(keys_in, keys_out, values_in, values_out, segment, ord);
+    }
+    __syncthreads();  // the next segment's path takes the shared memory this one's used
+  }
+}
+
+// True where the call fits this path and is launched; false (nothing launched) where not.
+template <class K, class V, class Segments>
+bool sort_segments_a_block_each(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
+                                std::size_t n, const Segments& segments, order ord,
+                                const call_context& call) {
+  if (n > short_launch_capacity<K, V>() || segments.count > most_segments_a_block_each)
+    return false;
+  constexpr auto kernel = segments_a_block_sort_kernel<Segments, K, V>;
+  constexpr std::size_t shared_bytes = short_launch_shared_bytes<K, V>();
+  allow_dynamic_shared_bytes<kernel>(call);
+  const std::size_t blocks =
+      std::min(segments.count, resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
+  kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), group_sort_threads, shared_bytes,
+           call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, ord);
+  check_launch(call.function(), "segments_a_block_sort_kernel");
+  return true;
 }
 
 // ---- Chains of tiles ---------------------------------------------------------------------------
