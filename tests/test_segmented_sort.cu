@@ -343,6 +343,11 @@ TEST(segmented_sort, rows_of_a_matrix) {
   // The merge sorts' groups (33 to 256 keys) with the largest values they stage.
   for (std::size_t cols : {40, 100, 250})
     rows_sorted<std::uint8_t, wide>(300, cols, ppat::order::descending);
+  // More rows of 33 to 128 keys than wide groups sort at once: they take the narrow ones.
+  for (std::size_t cols : {50, 100}) {
+    for (ppat::order ord : orders)
+      rows_sorted<std::uint32_t, std::uint32_t>(20000, cols, ord);
+  }
 }
 
 // Rows longer than a block sorts, so many that each block of the chains' digit counting

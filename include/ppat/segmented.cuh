@@ -214,8 +214,8 @@ void segmented_sort(const K* keys_in, K* keys_out, const V* values_in, V* values
 }
 
 // Rows all have one length, so the host knows their path: a row of 0 or 1 keys is a copy,
-// rows that fit a block are sorted a block a row without binning. The call is checked and
-// not empty.
+// rows that fit a block are sorted a block a row without binning (in wide groups where they
+// are no more than those sort at once). The call is checked and not empty.
 template <class K, class V>
 void sort_rows(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t rows,
                std::size_t cols, order ord, const call_context& call) {
@@ -230,6 +230,13 @@ void sort_rows(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
     each_short_bin([&](auto bin) {
       constexpr int b = decltype(bin)::value;
       if (b != row_bin) return;
+      if constexpr (has_wide_groups<K, V, b>) {
+        if (rows <= wide_groups_resident<K, V, b, row_segments>(call)) {
+          sort_short_segments<b, true>(keys_in, keys_out, values_in, values_out, segments, nullptr,
+                                       nullptr, rows, ord, call);
+          return;
+        }
+      }
       sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, nullptr, nullptr,
                              rows, ord, call);
     });

@@ -57,19 +57,21 @@ constexpr int group_bins = 6;
 constexpr int short_bins = group_bins + 4;
 
 // The group of lanes that sorts a segment of bin Bin (up to 8 << Bin keys). Fewer lanes
-// holding more keys each measured faster, up to 16 keys of up to 4 bytes a lane (8 of 8
-// bytes, whose words would otherwise fill the registers): a compare within a lane costs
-// less than one across lanes. From 33 keys of up to 4 bytes a merge sort of the lanes' runs
-// beats the bitonic network. For 65 to 128 keys, values of up to 4 bytes are not staged but
-// read by position after the sort, which leaves shared memory for a fourth block an SM. All
-// measured, docs/patterns.md.
-template <class K, class V, int Bin>
+// holding more keys each measured faster over many segments, up to 16 keys of up to 4 bytes
+// a lane (8 of 8 bytes, whose words would otherwise fill the registers): a compare within a
+// lane costs less than one across lanes. From 33 keys of up to 4 bytes a merge sort of the
+// lanes' runs beats the bitonic network. Where the segments are too few to fill the GPU
+// (`Wide`), a segment's time is what counts: the merging bins then take a warp a segment,
+// whose merge path is shorter (segments of 100 keys: 8.9 us a launch where 8 lanes took
+// 10.8). All measured, docs/patterns.md.
+template <class K, class V, int Bin, bool Wide = false>
 struct group_shape {
-  static constexpr int items = Bin <= 1 ? 4 : Bin == 2 || sizeof(K) > 4 || Bin == 5 ? 8 : 16;
-  static constexpr int lanes = (8 << Bin) / items;
   static constexpr bool merges = Bin >= 3 && sizeof(K) <= 4;
-  static constexpr bool stages_values =
-      has_values_of<V> && !(merges && Bin == 4 && sizeof(value_or_char<V>) <= 4);
+  static constexpr int items = Wide && merges                          ? (8 << Bin) / 32
+                               : Bin <= 1                              ? 4
+                               : Bin == 2 || sizeof(K) > 4 || Bin == 5 ? 8
+                                                                       : 16;
+  static constexpr int lanes = (8 << Bin) / items;
 };
 template <class K, class V, int Bin>
 using segment_block_shape = std::conditional_t<
@@ -351,14 +353,13 @@ __device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
 
 constexpr int group_sort_threads = 256;
 
-// A block's groups' segments in shared memory: each group's keys (and values, where the
-// shape stages them) as read, in input order so that the reads coalesce; the merge's runs;
-// then the positions its sorted items hold, by which the output places take their key and
-// value, again in input order. A slot of padding every 32 items puts the items a lane
-// touches, Items apart, in distinct banks. The merge groups keep each array for all groups
-// one after another: unpadded, or in one structure a group, lanes of a warp 8 or 16 items
-// apart (or in other groups) met in one bank; the network groups' one structure a group
-// measured faster at 8 and 16 keys (docs/patterns.md, "Segmented sorts").
+// A block's groups' segments in shared memory: each group's keys (and values) as read, in input
+// order so that the reads coalesce; the merge's runs; then the positions its sorted items hold, by
+// which the output places take their key and value, again in input order. A slot of padding every
+// 32 items puts the items a lane touches, Items apart, in distinct banks. The merge groups keep
+// each array for all groups one after another: unpadded, or in one structure a group, lanes of a
+// warp 8 or 16 items apart (or in other groups) met in one bank; the network groups' one structure
+// a group measured faster at 8 and 16 keys (docs/patterns.md, "Segmented sorts").
 template <class K, class V, class Shape, bool ArrayByArray = Shape::merges>
 struct group_staging {
   static constexpr int groups = group_sort_threads / Shape::lanes;
@@ -366,7 +367,7 @@ struct group_staging {
   static constexpr int slots = items + items / 32;
   static __device__ unsigned slot(unsigned item) { return item + item / 32; }
   K all_keys[groups][slots];
-  value_or_char<V> all_values[Shape::stages_values ? groups : 1][Shape::stages_values ? slots : 1];
+  value_or_char<V> all_values[has_values_of<V> ? groups : 1][has_values_of<V> ? slots : 1];
   typename radix_key<K>::image_type all_merged_images[groups][slots];
   unsigned short all_positions[groups][slots];
   __device__ K* keys(unsigned group) { return all_keys[group]; }
@@ -380,7 +381,7 @@ template <class K, class V, class Shape>
 struct group_network_arrays {
   static constexpr int slots = Shape::lanes * Shape::items + Shape::lanes * Shape::items / 32;
   K keys[slots];
-  value_or_char<V> values[Shape::stages_values ? slots : 1];
+  value_or_char<V> values[has_values_of<V> ? slots : 1];
   unsigned short positions[slots];
 };
 template <class K, class V, class Shape>
@@ -404,9 +405,8 @@ struct group_staging<K, V, Shape, false> {
 // staged in shared memory, each lane's items sorted with their positions (by the bitonic
 // network, or the merge sort), then every output place takes the key (and value) at the
 // position its sorted item holds (an image does not give back a NaN's bits). The whole
-// segment is read before any of it is written (values not staged are read into registers
-// first), which keeps a sort in place right. The block is `block` of `blocks` taking this
-// bin's segments.
+// segment is read before any of it is written, which keeps a sort in place right. The block is
+// `block` of `blocks` taking this bin's segments.
 template <class Shape, class Segments, class K, class V>
 __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* values_in,
                                         V* values_out, const Segments& segments,
@@ -440,7 +440,7 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
       const unsigned e = unsigned(i * Lanes) + lane;
       if (e < length) {
         keys[staging::slot(e)] = keys_in[segment.begin + e];
-        if constexpr (Shape::stages_values)
+        if constexpr (has_values_of<V>)
           staged_values[staging::slot(e)] = values_in[segment.begin + e];
       }
     }
@@ -479,31 +479,13 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
     }
     __syncwarp();
     const auto from = [&](unsigned e) { return unsigned(positions_of[staging::slot(e)]); };
-    if constexpr (has_values_of<V> && !Shape::stages_values) {
-      V values[Items];
 #pragma unroll
-      for (int i = 0; i < Items; ++i) {
-        const unsigned e = unsigned(i * Lanes) + lane;
-        if (e < length) values[i] = values_in[segment.begin + from(e)];
-      }
-      __syncwarp();  // every value read before any is written
-#pragma unroll
-      for (int i = 0; i < Items; ++i) {
-        const unsigned e = unsigned(i * Lanes) + lane;
-        if (e < length) {
-          keys_out[segment.begin + e] = keys[staging::slot(from(e))];
-          values_out[segment.begin + e] = values[i];
-        }
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < Items; ++i) {
-        const unsigned e = unsigned(i * Lanes) + lane;
-        if (e < length) {
-          const unsigned slot = staging::slot(from(e));
-          keys_out[segment.begin + e] = keys[slot];
-          if constexpr (has_values_of<V>) values_out[segment.begin + e] = staged_values[slot];
-        }
+    for (int i = 0; i < Items; ++i) {
+      const unsigned e = unsigned(i * Lanes) + lane;
+      if (e < length) {
+        const unsigned slot = staging::slot(from(e));
+        keys_out[segment.begin + e] = keys[slot];
+        if constexpr (has_values_of<V>) values_out[segment.begin + e] = staged_values[slot];
       }
     }
     __syncwarp();  // before the next segments are staged
@@ -568,36 +550,59 @@ void each_short_bin(F f) {
 
 // The shared memory and the blocks of a launch of short bin `Bin` (`most_segments` at most,
 // `resident` blocks of its kernel fitting on the GPU at once).
-template <class K, class V, int Bin>
+template <class K, class V, int Bin, bool Wide = false>
 constexpr std::size_t short_bin_shared_bytes() {
   if constexpr (Bin < group_bins) {
-    return sizeof(group_staging<K, V, group_shape<K, V, Bin>>);
+    return sizeof(group_staging<K, V, group_shape<K, V, Bin, Wide>>);
   } else {
     return sizeof(tile_storage<segment_block_shape<K, V, Bin>, K, V>);
   }
 }
-template <class K, class V, int Bin>
+template <class K, class V, int Bin, bool Wide = false>
 std::size_t short_bin_blocks(std::size_t most_segments, std::size_t resident) {
   if constexpr (Bin < group_bins) {
-    constexpr std::size_t groups_per_block = group_sort_threads / group_shape<K, V, Bin>::lanes;
+    constexpr std::size_t groups_per_block =
+        group_sort_threads / group_shape<K, V, Bin, Wide>::lanes;
     return std::min(ceil_div(most_segments, groups_per_block), resident);
   } else {
     return std::min(most_segments, resident);
   }
 }
 
+// Whether bin Bin's groups have a wide form apart from theirs (group_shape).
+template <class K, class V, int Bin>
+constexpr bool has_wide_groups = [] {
+  if constexpr (Bin < group_bins) {
+    return group_shape<K, V, Bin, true>::lanes != group_shape<K, V, Bin>::lanes;
+  } else {
+    return false;
+  }
+}();
+
+// How many segments of bin Bin its wide groups sort at once on the GPU: up to that many, a
+// segment's time is the call's, and a warp a segment finishes first (docs/patterns.md,
+// "Segmented sorts").
+template <class K, class V, int Bin, class Segments>
+std::size_t wide_groups_resident(const call_context& call) {
+  constexpr auto kernel = segment_group_sort_kernel<group_shape<K, V, Bin, true>, Segments, K, V>;
+  constexpr std::size_t groups_per_block = group_sort_threads / group_shape<K, V, Bin, true>::lanes;
+  return groups_per_block * resident_blocks<kernel>(group_sort_threads,
+                                                    short_bin_shared_bytes<K, V, Bin, true>(),
+                                                    call);
+}
+
 // The segments of short bin `Bin`: `listed` (`listed_count` of them, at most
-// `most_segments`), or every segment where there is no list.
-template <int Bin, class K, class V, class Segments>
+// `most_segments`), or every segment where there is no list; in wide groups where `Wide`.
+template <int Bin, bool Wide = false, class K, class V, class Segments>
 void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                          const Segments& segments, const std::size_t* listed,
                          const unsigned long long* listed_count, std::size_t most_segments,
                          order ord, const call_context& call) {
-  constexpr std::size_t shared_bytes = short_bin_shared_bytes<K, V, Bin>();
+  constexpr std::size_t shared_bytes = short_bin_shared_bytes<K, V, Bin, Wide>();
   if constexpr (Bin < group_bins) {
-    constexpr auto kernel = segment_group_sort_kernel<group_shape<K, V, Bin>, Segments, K, V>;
+    constexpr auto kernel = segment_group_sort_kernel<group_shape<K, V, Bin, Wide>, Segments, K, V>;
     allow_dynamic_shared_bytes<kernel>(call);
-    const std::size_t blocks = short_bin_blocks<K, V, Bin>(
+    const std::size_t blocks = short_bin_blocks<K, V, Bin, Wide>(
         most_segments, resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
     kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), group_sort_threads, shared_bytes,
              call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, listed,
@@ -630,13 +635,13 @@ constexpr bool in_short_launch = [] {
     return segment_block_shape<K, V, Bin>::threads == group_sort_threads;
   }
 }();
-template <class K, class V, int Bin = 0>
+template <class K, class V, int Bin = 0, bool Wide = false>
 constexpr std::size_t short_launch_shared_bytes() {
   if constexpr (Bin == short_bins) {
     return 0;
   } else {
-    return std::max(in_short_launch<K, V, Bin> ? short_bin_shared_bytes<K, V, Bin>() : 0,
-                    short_launch_shared_bytes<K, V, Bin + 1>());
+    return std::max(in_short_launch<K, V, Bin> ? short_bin_shared_bytes<K, V, Bin, Wide>() : 0,
+                    short_launch_shared_bytes<K, V, Bin + 1, Wide>());
   }
 }
 
@@ -707,8 +712,8 @@ void sort_short_segments_in_one_launch(const K* keys_in, K* keys_out, const V* v
 
 // Where every segment fits the short launch's largest block (n at most its capacity), and
 // the segments are few, the whole call is one launch: block b sorts segments b, b + blocks,
-// ... each on the path its length calls for, without the binning kernel, the memset before
-// it and the launch after it (docs/patterns.md, "Segmented sorts").
+// ... each on the path its length calls for (a group's in wide groups), without the binning
+// kernel, the memset before it and the launch after it (docs/patterns.md, "Segmented sorts").
 template <class K, class V, int Bin = short_bins - 1>
 constexpr unsigned short_launch_capacity() {
   if constexpr (in_short_launch<K, V, Bin>) {
@@ -735,9 +740,9 @@ __device__ void sort_segment_on_its_path(const K* keys_in, K* keys_out, const V*
     if (!in_short_launch<K, V, Bin> || segment.length > short_bin_capacity<K, V, Bin>) {
       sort_segment_on_its_path<Bin + 1>(keys_in, keys_out, values_in, values_out, segment, ord);
     } else if constexpr (Bin < group_bins) {
-      sort_segments_in_groups<group_shape<K, V, Bin>>(keys_in, keys_out, values_in, values_out,
-                                                      single_segment{segment}, nullptr, nullptr,
-                                                      ord, 0, 1);
+      sort_segments_in_groups<group_shape<K, V, Bin, true>>(keys_in, keys_out, values_in,
+                                                            values_out, single_segment{segment},
+                                                            nullptr, nullptr, ord, 0, 1);
     } else if constexpr (in_short_launch<K, V, Bin>) {
       sort_segments_in_blocks<segment_block_shape<K, V, Bin>>(keys_in, keys_out, values_in,
                                                               values_out, single_segment{segment},
@@ -769,7 +774,7 @@ bool sort_segments_a_block_each(const K* keys_in, K* keys_out, const V* values_i
   if (n > short_launch_capacity<K, V>() || segments.count > most_segments_a_block_each)
     return false;
   constexpr auto kernel = segments_a_block_sort_kernel<Segments, K, V>;
-  constexpr std::size_t shared_bytes = short_launch_shared_bytes<K, V>();
+  constexpr std::size_t shared_bytes = short_launch_shared_bytes<K, V, 0, true>();
   allow_dynamic_shared_bytes<kernel>(call);
   const std::size_t blocks =
       std::min(segments.count, resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
