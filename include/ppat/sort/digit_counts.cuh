@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "../core/atomic.cuh"
 #include "plan.cuh"
 #include "radix_key.cuh"
 
@@ -51,6 +52,27 @@ __device__ void add_digit_totals(const unsigned (&counts)[MostPasses][radix], in
     const unsigned total = (&counts[0][0])[i];
     if (total != 0) atomicAdd(&totals[i], Total(total));
   }
+}
+
+// A grid's totals in copies ([copy][pass][digit]): block b adds its counts to copy b %
+// digit_total_copies, and a digit's total is the sum of its copies. A grid's blocks finish
+// counting together, and with one copy their additions, a thousand a block, queued on the few
+// lines of L2 that held it (docs/patterns.md, "Radix sort").
+constexpr int digit_total_copies = 4;
+
+template <class Total>
+__device__ Total* block_total_copy(Total* totals, int passes) {
+  return totals + std::size_t(blockIdx.x % digit_total_copies) * passes * radix;
+}
+
+// Digit d's total in pass `pass`, once every block has added its counts.
+template <class Total>
+__device__ Total digit_total(const Total* totals, int passes, int pass, unsigned d) {
+  Total total = 0;
+#pragma unroll
+  for (int c = 0; c < digit_total_copies; ++c)
+    total += load_published(&totals[(std::size_t(c) * passes + pass) * radix + d]);
+  return total;
 }
 
 // The digits of every pass, for count_pass_digits; past the last pass, digits that are always

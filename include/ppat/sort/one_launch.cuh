@@ -47,7 +47,7 @@ struct one_launch_sort_args {
   radix_passes passes;
   order ord;
   int end_bit;
-  unsigned* counts;     // [pass][digit], zeroed
+  unsigned* counts;     // [copy][pass][digit], zeroed
   unsigned* published;  // [pass][tile][digit], zeroed
 };
 
@@ -85,12 +85,13 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, tile_counts);
   }
   __syncthreads();
-  add_digit_totals<Shape::threads>(tile_counts, passes.count, sort.counts);
+  add_digit_totals<Shape::threads>(tile_counts, passes.count,
+                                   block_total_copy(sort.counts, passes.count));
   cooperative_groups::this_grid().sync();
 
   for (int p = 0; p < passes.count; ++p) {
     const unsigned long long total =
-        threadIdx.x < radix ? load_published(&sort.counts[p * radix + threadIdx.x]) : 0;
+        threadIdx.x < radix ? digit_total(sort.counts, passes.count, p, threadIdx.x) : 0u;
     const unsigned long long start = block_exclusive_sum(total, shared.digit_sums);
     if (threadIdx.x < radix) shared.digit_starts[threadIdx.x] = start;
     clear_tile_storage(storage);
@@ -123,7 +124,8 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
                      std::size_t n, radix_passes passes, order ord, int end_bit,
                      const call_context& call) {
   const unsigned tiles = unsigned(ceil_div(n, Shape::tile_items));
-  const std::size_t counts_bytes = std::size_t(passes.count) * radix * sizeof(unsigned);
+  const std::size_t counts_bytes =
+      digit_total_copies * std::size_t(passes.count) * radix * sizeof(unsigned);
   const std::size_t scratch_bytes =
       counts_bytes + std::size_t(passes.count) * tiles * radix * sizeof(unsigned);
   temporary_buffer<unsigned char> scratch(scratch_bytes, call);

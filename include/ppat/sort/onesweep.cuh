@@ -54,7 +54,7 @@ constexpr std::size_t portion_items = std::size_t{1} << 29;
 
 // Memory one sort call needs, zeroed by one memset where marked.
 struct onesweep_scratch {
-  unsigned long long* counts;  // [pass][digit], zeroed
+  unsigned long long* counts;  // [copy][pass][digit], zeroed
   unsigned* blocks_done;       // zeroed; the counting kernel's last block puts it back to 0
   unsigned* tile_counter;      // zeroed; each launch's last tile puts it back to 0
   unsigned long long* starts;  // [pass][2][digit]: where a portion's digits start, ping-pong
@@ -97,7 +97,8 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     count_pass_digits<threads, Tuning::keys>(keys, first, n, digits, storage.counts);
   }
   __syncthreads();
-  add_digit_totals<threads>(storage.counts, passes.count, scratch.counts);
+  add_digit_totals<threads>(storage.counts, passes.count,
+                            block_total_copy(scratch.counts, passes.count));
   __threadfence();  // every thread's additions before thread 0's ticket
   __syncthreads();
   if (threadIdx.x == 0) storage.last_block = last_to_finish(scratch.blocks_done, gridDim.x);
@@ -105,7 +106,7 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
   if (!storage.last_block) return;
   for (int p = 0; p < passes.count; ++p) {
     const unsigned long long total =
-        threadIdx.x < radix ? load_published(&scratch.counts[p * radix + threadIdx.x]) : 0;
+        threadIdx.x < radix ? digit_total(scratch.counts, passes.count, p, threadIdx.x) : 0;
     const unsigned long long start = block_exclusive_sum(total, storage.digit_sums);
     if (threadIdx.x < radix) scratch.starts[std::size_t(p) * 2 * radix + threadIdx.x] = start;
   }
@@ -133,9 +134,11 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
   const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
   // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
   // published counts; the digit starts last.
-  const std::size_t counts_bytes = std::size_t(passes.count) * radix * sizeof(unsigned long long);
+  const std::size_t pass_counts_bytes =
+      std::size_t(passes.count) * radix * sizeof(unsigned long long);
+  const std::size_t counts_bytes = digit_total_copies * pass_counts_bytes;
   const std::size_t published_bytes = portion_tiles * radix * sizeof(unsigned);
-  const std::size_t starts_bytes = 2 * counts_bytes;
+  const std::size_t starts_bytes = 2 * pass_counts_bytes;
   temporary_buffer<unsigned char> scratch_memory(counts_bytes + 16 + published_bytes + starts_bytes,
                                                  call);
   unsigned char* const head = scratch_memory.data();
