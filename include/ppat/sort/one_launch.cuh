@@ -65,9 +65,9 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     one_launch_sort_kernel(one_launch_sort_args<K, V> sort) {
   auto& shared = dynamic_shared_storage<one_launch_storage<Shape, K, V>>();
   auto& storage = shared.tile;
-  // Until the first tile is ranked, the warps' digit counters hold the tile's counts.
-  static_assert(Shape::warps >= most_passes<K>, "every pass's counts fit the warps' counters");
-  auto& tile_counts = reinterpret_cast<pass_digit_counts<K>&>(storage.rank.warp_digit_counts);
+  // Until the first tile is ranked, the groups' digit counters hold the tile's counts.
+  static_assert(2 * Shape::warps >= most_passes<K>, "every pass's counts fit the groups' counters");
+  auto& tile_counts = reinterpret_cast<pass_digit_counts<K>&>(storage.rank.group_digit_counts);
   const unsigned tile = blockIdx.x;
   const radix_passes passes = sort.passes;
 

@@ -30,8 +30,8 @@ using one_tile_small_shape = tile_shape<K, V, tuning<256, 128, 0>>;
 template <class K, class V>
 using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 
-// The keys (and values) the block holds, warp-striped as in sort/tile.cuh (item i of a
-// thread is item warp_first + i x 32 + lane of the tile), sorted: on return each thread holds
+// The keys (and values) the block holds, striped as the block radix rank takes them (item i
+// of a thread is item ranked_item(i) of the tile), sorted: on return each thread holds
 // those items of the sorted order. After each pass a thread takes back the keys (and values)
 // at its positions of the staged digit order, which keeps the next pass stable. The storage
 // is free again when it returns.
@@ -41,8 +41,6 @@ __device__ void sort_tile_in_registers(K (&keys)[Shape::items],
                                        radix_passes passes, order ord, int end_bit,
                                        tile_storage<Shape, K, V>& storage) {
   constexpr int items = Shape::items;
-  const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
-  const unsigned lane = unsigned(lane_id());
   for (int p = 0; p < passes.count; ++p) {
     const radix_digit<K> digit = passes.digit<K>(p, ord, end_bit);
     clear_tile_storage(storage);
@@ -51,13 +49,14 @@ __device__ void sort_tile_in_registers(K (&keys)[Shape::items],
     rank_in_warps<items, false>([&](int i) { return digit(keys[i]); }, n, digit.mask, storage.lanes,
                                 ranks);
     __syncthreads();
-    add_tile_starts(storage.rank, tile_digit_count(storage.lanes, storage.rank, n, digit.mask));
+    add_tile_starts(storage.rank,
+                    tile_digit_count<items>(storage.lanes, storage.rank, n, digit.mask));
     __syncthreads();
     stage_in_digit_order<Shape, false>(keys, n, values, ranks, storage);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < items; ++i) {
-      const unsigned at = warp_first + unsigned(i * 32) + lane;
+      const unsigned at = ranked_item<items>(i);
       if (at < n) {
         keys[i] = storage.staged.keys[int(at)];
         if constexpr (has_values_of<V>) values[i] = storage.staged.values[int(at)];
@@ -73,13 +72,11 @@ __device__ void sort_in_one_tile(const K* keys_in, K* keys_out, const V* values_
                                  unsigned n, radix_passes passes, order ord, int end_bit,
                                  tile_storage<Shape, K, V>& storage) {
   constexpr int items = Shape::items;
-  const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
-  const unsigned lane = unsigned(lane_id());
   K keys[items];
   value_or_char<V> values[items];
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    const unsigned at = ranked_item<items>(i);
     if (at < n) {
       keys[i] = keys_in[at];
       if constexpr (has_values_of<V>) values[i] = values_in[at];
@@ -88,7 +85,7 @@ __device__ void sort_in_one_tile(const K* keys_in, K* keys_out, const V* values_
   sort_tile_in_registers<Shape>(keys, values, n, passes, ord, end_bit, storage);
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    const unsigned at = ranked_item<items>(i);
     if (at < n) {
       keys_out[at] = keys[i];
       if constexpr (has_values_of<V>) values_out[at] = values[i];
@@ -152,13 +149,11 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
                           order ord) {
   constexpr int items = Shape::items;
   constexpr int end_bit = 8 * int(sizeof(K));
-  const unsigned warp_first = unsigned(threadIdx.x / 32 * 32 * items);
-  const unsigned lane = unsigned(lane_id());
   K keys[items];
   Index positions[items];
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    const unsigned at = ranked_item<items>(i);
     if (at < n) {
       keys[i] = in[at];
       positions[i] = Index(at);
@@ -168,7 +163,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
                                 dynamic_shared_storage<tile_storage<Shape, K, Index>>());
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32) + lane;
+    const unsigned at = ranked_item<items>(i);
     if (at < k) {
       keys_out[at] = keys[i];
       indices_out[at] = positions[i];

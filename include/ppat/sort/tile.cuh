@@ -2,17 +2,17 @@
 // sort and the one-tile sort all run. In the order the steps run:
 //
 //   load_tile_keys         the tile's keys (and values) into registers
-//   rank_in_warps          each key's rank among its warp's keys of its digit    } the block
+//   rank_in_warps          each key's rank among its group's keys of its digit   } the block
 //   tile_digit_count       the tile's count of each digit, published at once     } radix rank
-//   add_tile_starts        each warp's first position of each digit in the tile  }
+//   add_tile_starts        each group's first position of each digit in the tile }
 //   stage_in_digit_order   keys (and values) staged in shared memory in digit order
 //   look_back_digit_starts where each digit's keys go: the tiles before, thread d walking back
 //                          through their published counts of digit d
 //   scatter_staged         consecutive staged keys of a digit to consecutive places
 //
-// The block radix rank is core's (core/radix_rank.cuh). A tile's keys are warp-striped, as
-// it takes them: warp w holds items w x 32 x items + i x 32 + lane, so that the order
-// (warp, i, lane) is input order and ranking in it keeps the sort stable.
+// The block radix rank is core's (core/radix_rank.cuh). A tile's keys are striped as it ranks
+// them: each half-warp holds 16 x items consecutive keys, row by row (ranked_item), so that
+// ranking in that order keeps the sort stable.
 #pragma once
 
 #include <cstddef>
@@ -84,7 +84,7 @@ struct pass_tile {
 };
 
 // Shared memory of one tile: the block radix rank's, and the keys staged in the bytes of its
-// words once the warps have ranked them.
+// words once the groups have ranked them.
 template <class Shape, class K, class V>
 struct tile_storage {
   radix_rank_storage<Shape::warps, radix> rank;
@@ -127,12 +127,9 @@ __device__ __forceinline__ void load_tile_keys(const onesweep_pass<K, V>& pass,
                                                std::size_t tile_first, unsigned valid,
                                                K (&keys)[Shape::items],
                                                value_or_char<V> (&values)[Shape::items]) {
-  const int warp = int(threadIdx.x / 32);
-  const int lane = lane_id();
-  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
 #pragma unroll
   for (int i = 0; i < Shape::items; ++i) {
-    const unsigned at = warp_first + unsigned(i * 32 + lane);
+    const unsigned at = ranked_item<Shape::items>(i);
     if (Full || at < valid) {
       if constexpr (FromL2) {
         keys[i] = load_published(pass.keys_in + tile_first + at);
@@ -155,12 +152,10 @@ __device__ __forceinline__ void stage_in_digit_order(const K (&keys)[Shape::item
                                                      const value_or_char<V> (&values)[Shape::items],
                                                      const unsigned (&ranks)[Shape::items],
                                                      tile_storage<Shape, K, V>& storage) {
-  const int warp = int(threadIdx.x / 32);
-  const unsigned warp_first = unsigned(warp * 32 * Shape::items);
 #pragma unroll
   for (int i = 0; i < Shape::items; ++i) {
-    if (!Full && warp_first + unsigned(i * 32) >= valid) break;
-    const unsigned rank = tile_position(storage.rank, warp, ranks[i]);
+    if (!Full && rank_row_past<Shape::items>(i, valid)) break;
+    const unsigned rank = tile_position(storage.rank, ranks[i]);
     storage.staged.keys[int(rank)] = keys[i];
     if constexpr (has_values_of<V>) storage.staged.values[int(rank)] = values[i];
   }
@@ -258,7 +253,8 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, const pass_tile& p
   __syncthreads();
 
   // Thread d: the tile's count of digit d, published at once.
-  const unsigned tile_count = tile_digit_count(storage.lanes, storage.rank, valid, pass.digit.mask);
+  const unsigned tile_count =
+      tile_digit_count<Shape::items>(storage.lanes, storage.rank, valid, pass.digit.mask);
   if (threadIdx.x < radix) {
     atomicExch(&pass.published[std::size_t(place.tile) * radix + threadIdx.x],
                (place.tile == place.chain_first ? count_inclusive : count_aggregate) | tile_count);
