@@ -52,7 +52,9 @@ __device__ void sort_tile_in_registers(K (&keys)[Shape::items],
     add_tile_starts(storage.rank,
                     tile_digit_count<items>(storage.lanes, storage.rank, n, digit.mask));
     __syncthreads();
-    stage_in_digit_order<Shape, false>(keys, n, values, ranks, storage);
+    stage_keys_in_digit_order<Shape, false>(keys, n, ranks, storage);
+    if constexpr (has_values_of<V>)
+      stage_values_in_digit_order<Shape, false>(values, n, ranks, storage);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < items; ++i) {

@@ -33,14 +33,16 @@ namespace ppat::detail {
 
 // Large inputs: 512-thread tiles, two an SM (64 registers). The look-back and the digit-start
 // loads are paid per tile, so large tiles pay them for more keys: 4-byte keys 16 a thread,
-// larger pairs 128 bytes a thread (16 u32/u32 pairs, 8 of 12 or 16 bytes). 256 threads (three
-// an SM for pairs), one 512-thread tile an SM with 80 registers and 384 threads two an SM
-// were all slower (docs/patterns.md, "Radix sort", the figures).
+// pairs and larger keys as many as 144 bytes a thread hold, at most 16 (16 u32/u32 pairs, 12
+// of 12 bytes, 9 of 16): what two tiles' staged pairs and rank counts leave of an SM's shared
+// memory. 256 threads (three an SM for pairs), one 512-thread tile an SM with 80 registers,
+// 384 threads two an SM, and 12-byte pairs 8 or 16 a thread were all slower (docs/patterns.md,
+// "Radix sort", the figures).
 template <class K, class V>
 using onesweep_tuning =
-    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<512, 128, 2>>;
+    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<512, 144, 2>>;
 template <class K, class V>
-using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>>;
+using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>, 16, true>;
 
 // Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 8
 // blocks an SM (docs/patterns.md, "Radix sort", has the shapes measured).
@@ -49,8 +51,10 @@ struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 8, 8> {
   static constexpr int keys = digit_count_tuning::bytes_per_thread / int(sizeof(K));
 };
 
-// Keys a pass covers in one launch: a multiple of every tile size, below 2^30.
+// Keys a pass covers in one launch, at most: below 2^30. A portion holds whole tiles.
 constexpr std::size_t portion_items = std::size_t{1} << 29;
+template <class Shape>
+constexpr std::size_t portion_of = portion_items / Shape::tile_items* Shape::tile_items;
 
 // Memory one sort call needs, zeroed by one memset where marked.
 struct onesweep_scratch {
@@ -130,8 +134,8 @@ template <class K, class V>
 void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                    radix_passes passes, order ord, int end_bit, const call_context& call) {
   using shape = onesweep_shape<K, V>;
-  static_assert(portion_items % shape::tile_items == 0, "portions hold whole tiles");
-  const std::size_t portion_tiles = ceil_div(std::min(n, portion_items), shape::tile_items);
+  constexpr std::size_t portion = portion_of<shape>;
+  const std::size_t portion_tiles = ceil_div(std::min(n, portion), shape::tile_items);
   // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
   // published counts; the digit starts last.
   const std::size_t pass_counts_bytes =
@@ -159,16 +163,16 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
   allow_dynamic_shared_bytes<onesweep_kernel<shape, K, V>>(call);
-  const std::size_t portions = ceil_div(n, portion_items);
+  const std::size_t portions = ceil_div(n, portion);
   for (int pass = 0; pass < passes.count; ++pass) {
     unsigned long long* const starts = scratch.starts + std::size_t(pass) * 2 * radix;
-    for (std::size_t portion = 0; portion < portions; ++portion) {
-      if (pass > 0 || portion > 0) {
+    for (std::size_t p = 0; p < portions; ++p) {
+      if (pass > 0 || p > 0) {
         call.check(cudaMemsetAsync(scratch.published, 0, published_bytes, call.stream()),
                    "cudaMemsetAsync");
       }
-      const std::size_t first = portion * portion_items;
-      const std::size_t count = std::min(n - first, portion_items);
+      const std::size_t first = p * portion;
+      const std::size_t count = std::min(n - first, portion);
       const unsigned tiles = unsigned(ceil_div(count, shape::tile_items));
       const onesweep_pass<K, V> launch{
           buffers.keys_from(pass) + first,
@@ -180,8 +184,8 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
           passes.digit<K>(pass, ord, end_bit),
           scratch.tile_counter,
           scratch.published,
-          starts + (portion % 2) * radix,
-          portion + 1 < portions ? starts + ((portion + 1) % 2) * radix : nullptr};
+          starts + (p % 2) * radix,
+          p + 1 < portions ? starts + ((p + 1) % 2) * radix : nullptr};
       onesweep_kernel<shape><<<tiles, shape::threads, shared_bytes, call.stream()>>>(launch);
       check_launch(call.function(), "onesweep_kernel");
     }

@@ -1,13 +1,15 @@
 // One tile of one radix sort pass, by one block: what the onesweep passes, the one-launch
 // sort and the one-tile sort all run. In the order the steps run:
 //
-//   load_tile_keys         the tile's keys (and values) into registers
+//   load_tile_items        the tile's keys into registers
 //   rank_in_warps          each key's rank among its group's keys of its digit   } the block
 //   tile_digit_count       the tile's count of each digit, published at once     } radix rank
 //   add_tile_starts        each group's first position of each digit in the tile }
-//   stage_in_digit_order   keys (and values) staged in shared memory in digit order
+//   stage_keys_in_digit_order  keys staged in shared memory in digit order; then the values
+//                          are read (load_tile_items)
 //   look_back_digit_starts where each digit's keys go: the tiles before, thread d walking back
 //                          through their published counts of digit d
+//   stage_values_in_digit_order  values staged beside their keys
 //   scatter_staged         consecutive staged keys of a digit to consecutive places
 //
 // The block radix rank is core's (core/radix_rank.cuh). A tile's keys are striped as it ranks
@@ -33,17 +35,17 @@ namespace ppat::detail {
 template <class K, class V>
 constexpr int pair_bytes = int(sizeof(K)) + (has_values_of<V> ? int(sizeof(V)) : 0);
 
-// A tile: `Tuning`'s threads ranking `items` keys each (a power of two, at most
-// `MostItems`), with their values, as many as a thread's bytes hold; the tile is staged in
-// shared memory.
-template <class K, class V, class Tuning, int MostItems = 16>
+// A tile: `Tuning`'s threads ranking `items` keys each (at most `MostItems`, a power of two
+// unless `AnyItems`), with their values, as many as a thread's bytes hold; the tile is staged
+// in shared memory.
+template <class K, class V, class Tuning, int MostItems = 16, bool AnyItems = false>
 struct tile_shape : Tuning {
   static constexpr int items = [] {
     int most = Tuning::groups_per_thread(pair_bytes<K, V>, MostItems);
     int power = 1;
     while (power * 2 <= most)
       power *= 2;
-    return power;
+    return AnyItems ? most : power;
   }();
   static constexpr int tile_items = Tuning::threads * items;
 };
@@ -118,26 +120,20 @@ __device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
   clear_radix_rank<Shape::threads>(storage.lanes);
 }
 
-// Keys and values in registers; past the end of the input, padding of the last digit, which
-// ranks after every real key of the tile and is never written. `FromL2`: the keys and
-// values were written by other blocks of the same kernel, which this SM's L1 may hold older
-// copies of.
-template <class Shape, bool FromL2, bool Full, class K, class V>
-__device__ __forceinline__ void load_tile_keys(const onesweep_pass<K, V>& pass,
-                                               std::size_t tile_first, unsigned valid,
-                                               K (&keys)[Shape::items],
-                                               value_or_char<V> (&values)[Shape::items]) {
+// Keys in registers; past the end of the input, padding of the last digit, which ranks
+// after every real key of the tile and is never written. `FromL2`: the keys were written by
+// other blocks of the same kernel, which this SM's L1 may hold older copies of.
+template <class Shape, bool FromL2, bool Full, class T>
+__device__ __forceinline__ void load_tile_items(const T* in, std::size_t tile_first, unsigned valid,
+                                                T (&items)[Shape::items]) {
 #pragma unroll
   for (int i = 0; i < Shape::items; ++i) {
     const unsigned at = ranked_item<Shape::items>(i);
     if (Full || at < valid) {
       if constexpr (FromL2) {
-        keys[i] = load_published(pass.keys_in + tile_first + at);
-        if constexpr (has_values_of<V>)
-          values[i] = load_published(pass.values_in + tile_first + at);
+        items[i] = load_published(in + tile_first + at);
       } else {
-        keys[i] = pass.keys_in[tile_first + at];
-        if constexpr (has_values_of<V>) values[i] = pass.values_in[tile_first + at];
+        items[i] = in[tile_first + at];
       }
     }
   }
@@ -145,19 +141,29 @@ __device__ __forceinline__ void load_tile_keys(const onesweep_pass<K, V>& pass,
 
 // ---- Staging and scattering -------------------------------------------------------------------
 
-// Keys (and values) staged in the tile's digit order; rows wholly past `valid` were not
-// ranked and are not staged.
+// Keys staged in the tile's digit order; rows wholly past `valid` were not ranked and are
+// not staged. Each rank becomes the key's place in that order, where its value goes.
 template <class Shape, bool Full, class K, class V>
-__device__ __forceinline__ void stage_in_digit_order(const K (&keys)[Shape::items], unsigned valid,
-                                                     const value_or_char<V> (&values)[Shape::items],
-                                                     const unsigned (&ranks)[Shape::items],
-                                                     tile_storage<Shape, K, V>& storage) {
+__device__ __forceinline__ void stage_keys_in_digit_order(const K (&keys)[Shape::items],
+                                                          unsigned valid,
+                                                          unsigned (&ranks)[Shape::items],
+                                                          tile_storage<Shape, K, V>& storage) {
 #pragma unroll
   for (int i = 0; i < Shape::items; ++i) {
     if (!Full && rank_row_past<Shape::items>(i, valid)) break;
-    const unsigned rank = tile_position(storage.rank, ranks[i]);
-    storage.staged.keys[int(rank)] = keys[i];
-    if constexpr (has_values_of<V>) storage.staged.values[int(rank)] = values[i];
+    ranks[i] = tile_position(storage.rank, ranks[i]);
+    storage.staged.keys[int(ranks[i])] = keys[i];
+  }
+}
+
+template <class Shape, bool Full, class K, class V>
+__device__ __forceinline__ void stage_values_in_digit_order(
+    const value_or_char<V> (&values)[Shape::items], unsigned valid,
+    const unsigned (&places)[Shape::items], tile_storage<Shape, K, V>& storage) {
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    if (!Full && rank_row_past<Shape::items>(i, valid)) break;
+    storage.staged.values[int(places[i])] = values[i];
   }
 }
 
@@ -245,8 +251,7 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, const pass_tile& p
   static_assert(Shape::threads >= radix, "a thread a digit");
   const unsigned valid = Full ? unsigned(Shape::tile_items) : place.valid;
   K keys[Shape::items];
-  value_or_char<V> values[Shape::items];
-  load_tile_keys<Shape, FromL2, Full>(pass, place.first, valid, keys, values);
+  load_tile_items<Shape, FromL2, Full>(pass.keys_in, place.first, valid, keys);
   unsigned ranks[Shape::items];
   rank_in_warps<Shape::items, Full>([&](int i) { return pass.digit(keys[i]); }, valid,
                                     pass.digit.mask, storage.lanes, ranks);
@@ -261,8 +266,16 @@ __device__ void sort_tile_of(const onesweep_pass<K, V>& pass, const pass_tile& p
   }
   const unsigned tile_start = add_tile_starts(storage.rank, tile_count);
   __syncthreads();
-  stage_in_digit_order<Shape, Full>(keys, valid, values, ranks, storage);
+  stage_keys_in_digit_order<Shape, Full>(keys, valid, ranks, storage);
+  // Values are read only now, into the keys' registers: the ranking holds no values (read
+  // with the keys, u32/u32 pairs spilled at 64 registers), and their loads are in flight
+  // while thread d looks back (docs/patterns.md, "Radix sort").
+  value_or_char<V> values[Shape::items];
+  if constexpr (has_values_of<V>)
+    load_tile_items<Shape, FromL2, Full>(pass.values_in, place.first, valid, values);
   look_back_digit_starts(pass, place, tile_count, tile_start, storage);
+  if constexpr (has_values_of<V>)
+    stage_values_in_digit_order<Shape, Full>(values, valid, ranks, storage);
   __syncthreads();
   scatter_staged<Shape, Full>(pass, valid, storage);
   __syncthreads();  // before the block's next tile reuses the storage
