@@ -56,13 +56,15 @@ struct radix_rank_storage {
 // step (a union).
 template <int Warps, int Radix>
 struct radix_rank_lanes {
-  unsigned count_and_lanes[2 * Warps][Radix + 16];
+  static constexpr int words_per_group = Radix + 16;
+  unsigned count_and_lanes[2 * Warps][words_per_group];
 };
 
 // Zeroes the groups' words; a barrier must follow before rank_in_warps.
 template <int Threads, int Warps, int Radix>
 __device__ void clear_radix_rank(radix_rank_lanes<Warps, Radix>& lanes) {
-  for (int i = int(threadIdx.x); i < 2 * Warps * (Radix + 16); i += Threads)
+  constexpr int words = 2 * Warps * radix_rank_lanes<Warps, Radix>::words_per_group;
+  for (int i = int(threadIdx.x); i < words; i += Threads)
     (&lanes.count_and_lanes[0][0])[i] = 0;
 }
 

@@ -31,18 +31,18 @@
 
 namespace ppat::detail {
 
-// Large inputs: 512-thread tiles, two an SM (64 registers). The look-back and the digit-start
-// loads are paid per tile, so large tiles pay them for more keys: 4-byte keys 16 a thread,
-// pairs and larger keys as many as 144 bytes a thread hold, at most 16 (16 u32/u32 pairs, 12
-// of 12 bytes, 9 of 16): what two tiles' staged pairs and rank counts leave of an SM's shared
-// memory. 256 threads (three an SM for pairs), one 512-thread tile an SM with 80 registers,
-// 384 threads two an SM, and 12-byte pairs 8 or 16 a thread were all slower (docs/patterns.md,
-// "Radix sort", the figures).
+// Large inputs: tiles two an SM. The look-back and the digit-start loads are paid per tile,
+// so large tiles pay them for more keys: 4-byte keys 512 threads x 16; pairs and larger keys
+// 384 threads (80 registers) x as many as 184 bytes a thread hold, at most 23 (23 u32/u32
+// pairs, 15 of 12 bytes, 11 of 16, 23 u64 keys): what two tiles' staged pairs and rank counts
+// leave of an SM's shared memory, and CUB's shape for 8-byte pairs. 512 threads x 16 (64
+// registers), 256 threads three an SM, one 512-thread tile an SM, and 384 x 20 to 22 were all
+// slower (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
 using onesweep_tuning =
-    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<512, 144, 2>>;
+    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<384, 184, 2>>;
 template <class K, class V>
-using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>, 16, true>;
+using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>, 23, true>;
 
 // Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 8
 // blocks an SM (docs/patterns.md, "Radix sort", has the shapes measured).
@@ -54,7 +54,7 @@ struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 8, 8> {
 // Keys a pass covers in one launch, at most: below 2^30. A portion holds whole tiles.
 constexpr std::size_t portion_items = std::size_t{1} << 29;
 template <class Shape>
-constexpr std::size_t portion_of = portion_items / Shape::tile_items* Shape::tile_items;
+constexpr std::size_t portion_of = (portion_items / Shape::tile_items) * Shape::tile_items;
 
 // Memory one sort call needs, zeroed by one memset where marked.
 struct onesweep_scratch {

@@ -133,11 +133,11 @@ __device__ inline unsigned chain_tile_count(const segment_bins& bins) {
 
 // A long segment as chains of up to portion_items keys, appended with their tiles by one
 // atomic, so that the chains of every segment take consecutive slots and tiles, in the same
-// order.
+// order. A tile need not divide portion_items: a full chain's last tile may be part-filled.
 __device__ inline void append_chains(const segment_range& segment, const segment_bins& bins) {
   const std::size_t chains = ceil_div(segment.length, portion_items);
   const std::size_t last_length = segment.length - (chains - 1) * portion_items;
-  const std::size_t tiles = (chains - 1) * (portion_items / bins.chain_tile_items) +
+  const std::size_t tiles = (chains - 1) * ceil_div(portion_items, bins.chain_tile_items) +
                             ceil_div(last_length, bins.chain_tile_items);
   const unsigned long long at =
       atomicAdd(bins.chains_and_tiles,

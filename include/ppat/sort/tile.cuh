@@ -90,11 +90,10 @@ struct pass_tile {
 template <class Shape, class K, class V>
 struct tile_storage {
   radix_rank_storage<Shape::warps, radix> rank;
-  // Where the staged key (and value) at r of digit d goes: the address of r = 0 were the
-  // digit's places to run on down, as an integer (it can lie below the output), so that a
-  // place costs one multiply-add.
+  // Where the staged key at r of digit d goes: the address of r = 0 were the digit's places
+  // to run on down, as an integer (it can lie below the output), so that a place costs one
+  // multiply-add. Its value goes to the same place of the values, found from the key's.
   unsigned long long digit_keys_to[radix];
-  unsigned long long digit_values_to[has_values_of<V> ? radix : 1];
   struct staging {
     uninitialized_array<K, Shape::tile_items> keys;
     uninitialized_array<value_or_char<V>, has_values_of<V> ? Shape::tile_items : 1> values;
@@ -120,9 +119,11 @@ __device__ void clear_tile_storage(tile_storage<Shape, K, V>& storage) {
   clear_radix_rank<Shape::threads>(storage.lanes);
 }
 
-// Keys in registers; past the end of the input, padding of the last digit, which ranks
-// after every real key of the tile and is never written. `FromL2`: the keys were written by
-// other blocks of the same kernel, which this SM's L1 may hold older copies of.
+// A tile's keys, or its values, in registers, each thread's where the ranking puts them
+// (ranked_item); past the end of the input nothing is read (the ranking pads the keys with
+// the last digit, which ranks after every real key of the tile and is never written).
+// `FromL2`: the items were written by other blocks of the same kernel, which this SM's L1 may
+// hold older copies of.
 template <class Shape, bool FromL2, bool Full, class T>
 __device__ __forceinline__ void load_tile_items(const T* in, std::size_t tile_first, unsigned valid,
                                                 T (&items)[Shape::items]) {
@@ -216,10 +217,6 @@ __device__ __forceinline__ void look_back_digit_starts(const onesweep_pass<K, V>
   const unsigned long long first_place = start - tile_start;
   storage.digit_keys_to[d] =
       reinterpret_cast<unsigned long long>(pass.keys_out) + first_place * sizeof(K);
-  if constexpr (has_values_of<V>) {
-    storage.digit_values_to[d] =
-        reinterpret_cast<unsigned long long>(pass.values_out) + first_place * sizeof(V);
-  }
   if (pass.next_starts != nullptr && tile == pass.tiles - 1)
     pass.next_starts[d] = start + tile_count;
 }
@@ -233,12 +230,13 @@ __device__ __forceinline__ void scatter_staged(const onesweep_pass<K, V>& pass, 
     const unsigned r = threadIdx.x + unsigned(k * Shape::threads);
     if (Full || r < valid) {
       const K key = storage.staged.keys[int(r)];
-      const unsigned digit = pass.digit(key);
-      *reinterpret_cast<K*>(storage.digit_keys_to[digit] + r * sizeof(K)) = key;
-      if constexpr (has_values_of<V>) {
-        *reinterpret_cast<V*>(storage.digit_values_to[digit] + r * sizeof(V)) =
-            storage.staged.values[int(r)];
-      }
+      K* const key_to =
+          reinterpret_cast<K*>(storage.digit_keys_to[pass.digit(key)] + r * sizeof(K));
+      *key_to = key;
+      // The value's place from the key's: integer work in place of a second shared-memory
+      // load a key, where the pass waits on shared memory (docs/patterns.md, "Radix sort").
+      if constexpr (has_values_of<V>)
+        pass.values_out[key_to - pass.keys_out] = storage.staged.values[int(r)];
     }
   }
 }
