@@ -89,11 +89,16 @@ constexpr unsigned short_bin_capacity = [] {
     return unsigned(segment_block_shape<K, V, Bin>::tile_items);
   }
 }();
-// Longer segments: the onesweep's tiles; in a small call's one cooperative launch, the
-// one-launch sort's 256-thread tiles, half as long (more SMs a chain, and no spills: two
-// blocks an SM leave them 128 registers).
+// Longer segments: the onesweep's tiles for 4-byte keys; pairs and 8-byte keys 384 threads x
+// as many as 144 bytes hold, at most 16 (u32/u32 16, 12-byte pairs 12, 16-byte 9). The chains'
+// pass loops over tiles, which keeps more values live than the onesweep's one tile a block:
+// with its 384 x 23, u32/u32 pairs spilled 276 bytes a thread (68 with 16 items) and segments
+// of 10,000 took 1.5x as long (docs/patterns.md, "Segmented sorts"). In a small call's one
+// cooperative launch, the one-launch sort's 256-thread tiles, half as long (more SMs a chain,
+// and no spills: two blocks an SM leave them 128 registers).
 template <class K, class V>
-using segment_chain_shape = onesweep_shape<K, V>;
+using segment_chain_shape = std::conditional_t<pair_bytes<K, V> <= 4, onesweep_shape<K, V>,
+                                               tile_shape<K, V, tuning<384, 144, 2>, 16, true>>;
 template <class K, class V>
 using segment_chain_one_launch_shape = one_launch_small_shape<K, V>;
 template <class K, class V>
