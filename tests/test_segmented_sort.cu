@@ -214,6 +214,7 @@ TEST(segmented_sort, floating_point_keys) {
 TEST(segmented_sort, pairs_are_stable) {
   PPAT_REQUIRE_GPU();
   every_layout<std::uint32_t, std::uint32_t>("u32/u32");
+  every_layout<std::int32_t, std::uint32_t>("i32/u32");
   every_layout<float, std::uint32_t>("f32/u32");
   every_layout<std::uint8_t, std::uint64_t>("u8/u64");
   every_layout<std::uint64_t, wide>("u64/16-byte");

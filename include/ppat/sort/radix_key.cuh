@@ -1,7 +1,8 @@
 // Radix keys: every key type ppat sorts, seen as the unsigned integer whose order is the
 // key's order (its image), and the digits of that image a sort pass reads.
 //
-// Unsigned integers are their own image; signed ones flip the sign bit. Floating point flips
+// Unsigned integers are their own image; signed ones flip the sign bit, and so give their key
+// back from it (`invertible`). Floating point flips
 // every bit of a negative number and only the sign bit of a positive one, so that
 // -inf < negatives < -0.0 < +0.0 < positives < +inf, and maps every NaN (either sign, any
 // payload) to the all-ones image, above +inf: NaNs form one class, which a stable sort keeps
@@ -36,6 +37,7 @@ template <class K, int ExponentBits>
 struct float_radix_key {
   using image_type = unsigned_of_size<sizeof(K)>;
   static constexpr bool supported = true;
+  static constexpr bool invertible = false;
   static constexpr int bits = 8 * sizeof(K);
   static constexpr image_type sign = image_type(image_type(1) << (bits - 1));
   static constexpr image_type infinity =
@@ -57,12 +59,18 @@ template <class K>
 struct radix_key<K, std::enable_if_t<std::is_integral_v<K> && !std::is_same_v<K, bool>>> {
   using image_type = unsigned_of_size<sizeof(K)>;
   static constexpr bool supported = true;
+  static constexpr bool invertible = true;
+  static constexpr image_type sign_flip =
+      std::is_signed_v<K> ? image_type(image_type(1) << (8 * sizeof(K) - 1)) : image_type(0);
 
   __host__ __device__ static image_type image(const K& key) {
-    image_type b = bits_of(key);
-    if constexpr (std::is_signed_v<K>)
-      b = image_type(b ^ image_type(image_type(1) << (8 * sizeof(K) - 1)));
-    return b;
+    return image_type(bits_of(key) ^ sign_flip);
+  }
+  __host__ __device__ static K key(image_type image) {
+    const image_type b = image_type(image ^ sign_flip);
+    K key;
+    std::memcpy(&key, &b, sizeof(K));
+    return key;
   }
 };
 
