@@ -18,6 +18,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "reference.hpp"
@@ -66,17 +67,29 @@ std::vector<V> draw_values(std::size_t n) {
   return values;
 }
 
+// Edge lengths: about the groups' and blocks' capacities (one short, at, one past); and for the
+// chains' tiles of K and V (those of a small call's one cooperative launch and those of launches of
+// their own), the first whole number of them past the largest block, one short and one past.
+template <class K, class V>
 segments draw_segments(std::size_t n, layout l) {
   auto& rng = ppat_test::rng();
-  const std::size_t edge_lengths[] = {2,    3,    8,    9,    16,   17,    32,    33,    64,
-                                      65,   128,  129,  256,  257,  1023,  1024,  1025,  4095,
-                                      4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 40961};
+  std::vector<std::size_t> edge_lengths = {
+      2,    3,    8,    9,    16,   17,   32,   33,   64,   65,    128,   129,   256,  257,
+      1023, 1024, 1025, 4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 40961};
+  using values = std::conditional_t<std::is_same_v<V, char>, ppat::detail::no_values, V>;
+  const std::size_t largest_block =
+      ppat::detail::short_bin_capacity<K, values, ppat::detail::short_bins - 1>;
+  for (bool in_one_launch : {true, false}) {
+    const std::size_t tile = ppat::detail::chain_tile_items<K, values>(in_one_launch);
+    const std::size_t whole = (largest_block / tile + 1) * tile;
+    edge_lengths.insert(edge_lengths.end(), {whole - 1, whole, whole + 1});
+  }
   const auto next_length = [&]() -> std::size_t {
     switch (l) {
       case layout::tiny:
         return rng() % 41;
       case layout::edges:
-        return edge_lengths[rng() % std::size(edge_lengths)];
+        return edge_lengths[rng() % edge_lengths.size()];
       default: {
         const unsigned kind = unsigned(rng() % 8);
         if (kind == 0) return rng() % 2;
@@ -166,7 +179,7 @@ void expect_segments_sorted(std::size_t n, const segments& s, ppat::order ord,
 template <class K, class V, class Offset>
 void expect_segments_sorted(std::size_t n, layout l, ppat::order ord, bool one_array = false) {
   SCOPED_TRACE(name(l));
-  expect_segments_sorted<K, V, Offset>(n, draw_segments(n, l), ord, one_array);
+  expect_segments_sorted<K, V, Offset>(n, draw_segments<K, V>(n, l), ord, one_array);
 }
 
 constexpr ppat::order orders[] = {ppat::order::ascending, ppat::order::descending};
@@ -231,6 +244,10 @@ TEST(segmented_sort, each_path_its_own_launch_above_the_few_launches_size) {
   for (ppat::order ord : orders)
     expect_segments_sorted<std::uint32_t, std::uint32_t, long long>(n, layout::mixed, ord);
   expect_segments_sorted<float, std::uint32_t, int>(n, layout::edges, ppat::order::descending);
+  expect_segments_sorted<std::uint64_t, std::uint32_t, int>(n, layout::edges,
+                                                            ppat::order::ascending);
+  expect_segments_sorted<double, std::uint64_t, long long>(n, layout::edges,
+                                                           ppat::order::descending);
   expect_segments_sorted<std::uint64_t, char, long long>(n, layout::shuffled_gaps,
                                                          ppat::order::ascending);
 }
@@ -277,7 +294,7 @@ TEST(segmented_sort, in_place) {
       SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n));
       const auto keys = draw_keys<float>(n);
       const auto values = draw_values<std::uint32_t>(n);
-      const segments s = draw_segments(n, l);
+      const segments s = draw_segments<float, std::uint32_t>(n, l);
       auto keys_data = on_device(keys);
       auto values_data = on_device(values);
       auto begins = on_device(s.begins);
@@ -371,7 +388,7 @@ TEST(segmented_sort, stream_and_graph_capture) {
   PPAT_TRACE_SEED();
   const std::size_t n = 200003;
   const auto keys = draw_keys<std::uint32_t>(n);
-  const segments s = draw_segments(n, layout::shuffled_gaps);
+  const segments s = draw_segments<std::uint32_t, char>(n, layout::shuffled_gaps);
   auto keys_in = on_device(keys);
   auto keys_out = poisoned<std::uint32_t>(n);
   auto begins = on_device(s.begins);
