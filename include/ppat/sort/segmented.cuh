@@ -94,7 +94,7 @@ constexpr unsigned short_bin_capacity = [] {
 // pass loops over tiles, which keeps more values live than the onesweep's one tile a block:
 // with its 384 x 23, u32/u32 pairs spilled 276 bytes a thread (68 with 16 items) and segments
 // of 10,000 took 1.5x as long (docs/patterns.md, "Segmented sorts"). In a small call's one
-// cooperative launch, the one-launch sort's 256-thread tiles, half as long (more SMs a chain,
+// cooperative launch, the one-launch sort's 256-thread tiles, shorter (more SMs a chain,
 // and no spills: two blocks an SM leave them 128 registers).
 template <class K, class V>
 using segment_chain_shape = std::conditional_t<pair_bytes<K, V> <= 4, onesweep_shape<K, V>,
