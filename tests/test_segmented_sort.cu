@@ -67,9 +67,10 @@ std::vector<V> draw_values(std::size_t n) {
   return values;
 }
 
-// Edge lengths: about the groups' and blocks' capacities (one short, at, one past); and for the
-// chains' tiles of K and V (those of a small call's one cooperative launch and those of launches of
-// their own), the first whole number of them past the largest block, one short and one past.
+// Edge lengths: about the groups' and blocks' capacities (one short, at, one past: each short
+// bin's, 104 keys included); and for the chains' tiles of K and V (those of a small call's one
+// cooperative launch and those of launches of their own), the first whole number of them past the
+// largest block, one short and one past.
 template <class K, class V>
 segments draw_segments(std::size_t n, layout l) {
   auto& rng = ppat_test::rng();
@@ -77,6 +78,8 @@ segments draw_segments(std::size_t n, layout l) {
       2,    3,    8,    9,    16,   17,   32,   33,   64,   65,    128,   129,   256,  257,
       1023, 1024, 1025, 4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 40961};
   using values = std::conditional_t<std::is_same_v<V, char>, ppat::detail::no_values, V>;
+  for (unsigned capacity : ppat::detail::segment_paths<K, values>::bin_capacity)
+    edge_lengths.insert(edge_lengths.end(), {capacity - 1, capacity, capacity + 1});
   const std::size_t largest_block =
       ppat::detail::short_bin_capacity<K, values, ppat::detail::short_bins - 1>;
   for (bool in_one_launch : {true, false}) {
@@ -285,31 +288,43 @@ TEST(segmented_sort, every_offset_type_and_one_offset_array) {
   }
 }
 
+// Pairs and keys alone sorted in place: every segment read before any of it is written. Integer
+// keys come back from their images in the merge groups, float keys by their positions.
+template <class K>
+void expect_sorted_in_place(std::size_t n, layout l) {
+  SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n));
+  const auto keys = draw_keys<K>(n);
+  const auto values = draw_values<std::uint32_t>(n);
+  const segments s = draw_segments<K, std::uint32_t>(n, l);
+  auto keys_data = on_device(keys);
+  auto keys_alone = on_device(keys);
+  auto values_data = on_device(values);
+  auto begins = on_device(s.begins);
+  auto ends = on_device(s.ends);
+  ppat::segmented_sort_pairs(keys_data->data(), keys_data->data(), values_data->data(),
+                             values_data->data(), n, s.begins.size(), begins->data(), ends->data(),
+                             ppat::order::descending);
+  ppat::segmented_sort_keys(keys_alone->data(), keys_alone->data(), n, s.begins.size(),
+                            begins->data(), ends->data(), ppat::order::descending);
+  ppat_test::expect_no_cuda_error();
+  auto from = segmented_positions(keys, s, ppat::order::descending);
+  for (std::size_t i = 0; i < n; ++i)
+    if (from[i] < 0) from[i] = (long long)i;  // items outside every segment stay
+  EXPECT_EQ(ppat_test::first_mismatch(keys_data->download(), expected_output(keys, from)), -1);
+  EXPECT_EQ(ppat_test::first_mismatch(keys_alone->download(), expected_output(keys, from)), -1);
+  EXPECT_EQ(ppat_test::first_mismatch(values_data->download(), expected_output(values, from)), -1);
+  EXPECT_TRUE(keys_data->guards_intact() && keys_alone->guards_intact() &&
+              values_data->guards_intact());
+}
+
 TEST(segmented_sort, in_place) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   for (std::size_t n : {std::size_t{5000}, std::size_t{300007}}) {
     if (ppat_test::over_item_budget(n)) continue;
     for (layout l : {layout::mixed, layout::edges, layout::shuffled_gaps, layout::one}) {
-      SCOPED_TRACE(std::string(name(l)) + ", n = " + std::to_string(n));
-      const auto keys = draw_keys<float>(n);
-      const auto values = draw_values<std::uint32_t>(n);
-      const segments s = draw_segments<float, std::uint32_t>(n, l);
-      auto keys_data = on_device(keys);
-      auto values_data = on_device(values);
-      auto begins = on_device(s.begins);
-      auto ends = on_device(s.ends);
-      ppat::segmented_sort_pairs(keys_data->data(), keys_data->data(), values_data->data(),
-                                 values_data->data(), n, s.begins.size(), begins->data(),
-                                 ends->data(), ppat::order::descending);
-      ppat_test::expect_no_cuda_error();
-      auto from = segmented_positions(keys, s, ppat::order::descending);
-      for (std::size_t i = 0; i < n; ++i)
-        if (from[i] < 0) from[i] = (long long)i;  // items outside every segment stay
-      EXPECT_EQ(ppat_test::first_mismatch(keys_data->download(), expected_output(keys, from)), -1);
-      EXPECT_EQ(ppat_test::first_mismatch(values_data->download(), expected_output(values, from)),
-                -1);
-      EXPECT_TRUE(keys_data->guards_intact() && values_data->guards_intact());
+      expect_sorted_in_place<float>(n, l);
+      expect_sorted_in_place<std::int32_t>(n, l);
     }
   }
 }
@@ -362,7 +377,7 @@ TEST(segmented_sort, rows_of_a_matrix) {
   for (std::size_t cols : {40, 100, 250})
     rows_sorted<std::uint8_t, wide>(300, cols, ppat::order::descending);
   // More rows of 33 to 128 keys than wide groups sort at once: they take the narrow ones.
-  for (std::size_t cols : {50, 100}) {
+  for (std::size_t cols : {50, 100, 104, 105, 120}) {
     for (ppat::order ord : orders)
       rows_sorted<std::uint32_t, std::uint32_t>(20000, cols, ord);
   }

@@ -91,11 +91,8 @@ namespace detail {
 // take tiles of chain_tile_items<K, V>(few_launches).
 template <class K, class V>
 struct segment_paths {
-  static constexpr unsigned bin_capacity[short_bins] = {
-      short_bin_capacity<K, V, 0>, short_bin_capacity<K, V, 1>, short_bin_capacity<K, V, 2>,
-      short_bin_capacity<K, V, 3>, short_bin_capacity<K, V, 4>, short_bin_capacity<K, V, 5>,
-      short_bin_capacity<K, V, 6>, short_bin_capacity<K, V, 7>, short_bin_capacity<K, V, 8>,
-      short_bin_capacity<K, V, 9>};
+  static constexpr std::array<unsigned, short_bins> bin_capacity =
+      short_bin_capacities<K, V>(std::make_integer_sequence<int, short_bins>{});
   unsigned capacity[short_bins];
   std::size_t most_in_bin[short_bins];
   std::size_t most_chains;  // of long segments
@@ -175,9 +172,11 @@ void segmented_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* 
   }
   each_short_bin([&](auto bin) {
     constexpr int b = decltype(bin)::value;
-    if (paths.most_in_bin[b] == 0 || (few_launches && in_short_launch<K, V, b>)) return;
-    sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, bins.segments[b],
-                           bins.sizes + b, paths.most_in_bin[b], ord, call);
+    if constexpr (short_bin_used<K, V, b>) {
+      if (paths.most_in_bin[b] == 0 || (few_launches && in_short_launch<K, V, b>)) return;
+      sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, bins.segments[b],
+                             bins.sizes + b, paths.most_in_bin[b], ord, call);
+    }
   });
   if (paths.most_chains > 0) {
     sort_segment_chains(keys_in, keys_out, values_in, values_out, n, bins, paths.most_chains,
@@ -229,16 +228,18 @@ void sort_rows(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
   if (row_bin < short_bins) {
     each_short_bin([&](auto bin) {
       constexpr int b = decltype(bin)::value;
-      if (b != row_bin) return;
-      if constexpr (has_wide_groups<K, V, b>) {
-        if (rows <= wide_groups_resident<K, V, b, row_segments>(call)) {
-          sort_short_segments<b, true>(keys_in, keys_out, values_in, values_out, segments, nullptr,
-                                       nullptr, rows, ord, call);
-          return;
+      if constexpr (short_bin_used<K, V, b>) {
+        if (b != row_bin) return;
+        if constexpr (has_wide_groups<K, V, b>) {
+          if (rows <= wide_groups_resident<K, V, b, row_segments>(call)) {
+            sort_short_segments<b, true>(keys_in, keys_out, values_in, values_out, segments,
+                                         nullptr, nullptr, rows, ord, call);
+            return;
+          }
         }
+        sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, nullptr, nullptr,
+                               rows, ord, call);
       }
-      sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, nullptr, nullptr,
-                             rows, ord, call);
     });
     return;
   }

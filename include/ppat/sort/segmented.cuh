@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -53,26 +54,38 @@ namespace ppat::detail {
 // each (the last at three blocks an SM for keys of up to 4 bytes; 8-byte keys would spill)
 // and the one-tile sort's 512 x 16; blocks too are fastest the smallest that hold the
 // segment (docs/patterns.md, "Segmented sorts").
-constexpr int group_bins = 6;
+constexpr int group_bins = 7;
 constexpr int short_bins = group_bins + 4;
 
-// The group of lanes that sorts a segment of bin Bin (up to 8 << Bin keys). Fewer lanes
-// holding more keys each measured faster over many segments, up to 16 keys of up to 4 bytes
-// a lane (8 of 8 bytes, whose words would otherwise fill the registers): a compare within a
-// lane costs less than one across lanes. From 33 keys of up to 4 bytes a merge sort of the
-// lanes' runs beats the bitonic network. Where the segments are too few to fill the GPU
-// (`Wide`), a segment's time is what counts: the merging bins then take a warp a segment,
-// whose merge path is shorter (segments of 100 keys: 8.9 us a launch where 8 lanes took
-// 10.8). All measured, docs/patterns.md.
+// The group of lanes that sorts a segment of bin Bin: up to 8, 16, 32, 64, 104, 128 and 256
+// keys. Fewer lanes holding more keys each measured faster over many segments, up to 16 keys of
+// up to 4 bytes a lane (8 of 8 bytes, whose words would otherwise fill the registers): a compare
+// within a lane costs less than one across lanes. From 33 keys of up to 4 bytes a merge sort of
+// the lanes' runs beats the bitonic network; its 104-key bin (8 lanes x 13) spares segments of
+// 65 to 104 keys the 128-key bin's work (segments of 100 took as long as those of 128), and
+// holds nothing for 8-byte keys, whose network needs a power of two (the 64-key bin's shape, so
+// that no segment is past the bin before it). Where the segments are too few to fill the GPU
+// (`Wide`), a segment's time is what counts: the merging bins then take a warp a segment, whose
+// merge path is shorter (segments of 100 keys: 8.9 us a launch where 8 lanes took 10.8). All
+// measured, docs/patterns.md.
 template <class K, class V, int Bin, bool Wide = false>
 struct group_shape {
   static constexpr bool merges = Bin >= 3 && sizeof(K) <= 4;
-  static constexpr int items = Wide && merges                          ? (8 << Bin) / 32
-                               : Bin <= 1                              ? 4
-                               : Bin == 2 || sizeof(K) > 4 || Bin == 5 ? 8
-                                                                       : 16;
-  static constexpr int lanes = (8 << Bin) / items;
+  // The 104-key bin is the one whose keys are not a power of two; power_of_two_keys is the one
+  // at or above a bin's keys.
+  static constexpr bool between = Bin == 4;
+  static constexpr int power_of_two_keys = 8 << (Bin <= 4 ? Bin : Bin - 1);
+  static constexpr int items = Wide && merges ? power_of_two_keys / 32
+                               : between      ? (merges ? 13 : 8)
+                               : Bin <= 1     ? 4
+                               : Bin == 2 || sizeof(K) > 4 || Bin == group_bins - 1 ? 8
+                                                                                    : 16;
+  static constexpr int lanes = between && !(Wide && merges) ? 8 : power_of_two_keys / items;
 };
+// Whether bin Bin can hold a segment (the 104-key bin sorts only keys of up to 4 bytes).
+template <class K, class V, int Bin>
+constexpr bool short_bin_used =
+    Bin >= group_bins || !group_shape<K, V, Bin>::between || group_shape<K, V, Bin>::merges;
 template <class K, class V, int Bin>
 using segment_block_shape = std::conditional_t<
     Bin == group_bins, one_tile_tiny_shape<K, V>,
@@ -89,6 +102,10 @@ constexpr unsigned short_bin_capacity = [] {
     return unsigned(segment_block_shape<K, V, Bin>::tile_items);
   }
 }();
+template <class K, class V, int... b>
+constexpr std::array<unsigned, short_bins> short_bin_capacities(std::integer_sequence<int, b...>) {
+  return {short_bin_capacity<K, V, b>...};
+}
 // Longer segments: the onesweep's tiles for 4-byte keys; pairs and 8-byte keys 384 threads x
 // as many as 144 bytes hold, at most 16 (u32/u32 16, 12-byte pairs 12, 16-byte 9). The chains'
 // pass loops over tiles, which keeps more values live than the onesweep's one tile a block:
@@ -367,8 +384,8 @@ constexpr int group_sort_threads = 256;
 // a group measured faster at 8 and 16 keys (docs/patterns.md, "Segmented sorts"). Integer keys
 // come back from their images (`sorted_from_images`): the merge's runs then take the keys' own
 // array, whose keys the lanes hold as images by then, and the sorted keys are written back there
-// in order, so that the output reads them in place instead of gathering them by position (keys
-// alone 4-9% faster, docs/patterns.md).
+// in order, so that the output reads them in place instead of gathering them by position
+// (measured, docs/patterns.md).
 template <class K, class V, class Shape, bool ArrayByArray = Shape::merges>
 struct group_staging {
   using image_type = typename radix_key<K>::image_type;
@@ -435,10 +452,10 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
   constexpr int Items = Shape::items;
   constexpr int groups_per_warp = 32 / Lanes;
   constexpr int warps_per_block = group_sort_threads / 32;
+  constexpr bool warp_wide_moves = Shape::merges && Lanes < 32 && has_values_of<V>;
   staging& staged = dynamic_shared_storage<staging>();
   const unsigned group = threadIdx.x / Lanes;
   K* const keys = staged.keys(group);
-  value_or_char<V>* const staged_values = staged.values(group);
   unsigned short* const positions_of = staged.positions(group);
   const image_type flip = ord == order::descending ? image_type(~image_type(0)) : image_type(0);
   const unsigned lane = threadIdx.x % Lanes;
@@ -451,15 +468,37 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
     const segment_range segment =
         s < count ? segments(listed == nullptr ? s : listed[s]) : segment_range{0, 0};
     const unsigned length = unsigned(segment.length);
+    // move(g, begin, e) for every item e this lane moves between global and shared memory, of
+    // group g's segment that starts at `begin`: its own group's items Lanes apart; or, for pairs
+    // in merging groups narrower than a warp, each of the warp's segments in turn, 32
+    // consecutive items an instruction, which read and write fewer sectors (keys alone measured
+    // slower so, docs/patterns.md, "Segmented sorts").
+    const auto each_moved_item = [&](auto&& move) {
+      if constexpr (warp_wide_moves) {
 #pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      const unsigned e = unsigned(i * Lanes) + lane;
-      if (e < length) {
-        keys[staging::slot(e)] = keys_in[segment.begin + e];
-        if constexpr (has_values_of<V>)
-          staged_values[staging::slot(e)] = values_in[segment.begin + e];
+        for (int g = 0; g < groups_per_warp; ++g) {
+          const unsigned source = unsigned(g * Lanes);
+          const std::size_t begin = __shfl_sync(full_warp, segment.begin, source);
+          const unsigned items = __shfl_sync(full_warp, length, source);
+          const unsigned warp_group = threadIdx.x / 32 * unsigned(groups_per_warp) + unsigned(g);
+#pragma unroll
+          for (int j = 0; j < int(ceil_div(Items * Lanes, 32)); ++j) {
+            const unsigned e = unsigned(j * 32) + threadIdx.x % 32;
+            if (e < items) move(warp_group, begin, e);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < Items; ++i) {
+          const unsigned e = unsigned(i * Lanes) + lane;
+          if (e < length) move(group, segment.begin, e);
+        }
       }
-    }
+    };
+    each_moved_item([&](unsigned g, std::size_t begin, unsigned e) {
+      staged.keys(g)[staging::slot(e)] = keys_in[begin + e];
+      if constexpr (has_values_of<V>) staged.values(g)[staging::slot(e)] = values_in[begin + e];
+    });
     __syncwarp();
     // Past the end: the largest image, after every key by position.
     const auto image_at = [&](unsigned e) {
@@ -499,22 +538,17 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
             (unsigned short)words[i].position();
     }
     __syncwarp();
-    const auto from = [&](unsigned e) { return unsigned(positions_of[staging::slot(e)]); };
-#pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      const unsigned e = unsigned(i * Lanes) + lane;
-      if (e < length) {
-        if constexpr (staging::sorted_from_images) {
-          keys_out[segment.begin + e] = keys[staging::slot(e)];
-          if constexpr (has_values_of<V>)
-            values_out[segment.begin + e] = staged_values[staging::slot(from(e))];
-        } else {
-          const unsigned slot = staging::slot(from(e));
-          keys_out[segment.begin + e] = keys[slot];
-          if constexpr (has_values_of<V>) values_out[segment.begin + e] = staged_values[slot];
-        }
+    each_moved_item([&](unsigned g, std::size_t begin, unsigned e) {
+      const auto from = [&] { return staging::slot(staged.positions(g)[staging::slot(e)]); };
+      if constexpr (staging::sorted_from_images) {
+        keys_out[begin + e] = staged.keys(g)[staging::slot(e)];
+        if constexpr (has_values_of<V>) values_out[begin + e] = staged.values(g)[from()];
+      } else {
+        const unsigned slot = from();
+        keys_out[begin + e] = staged.keys(g)[slot];
+        if constexpr (has_values_of<V>) values_out[begin + e] = staged.values(g)[slot];
       }
-    }
+    });
     __syncwarp();  // before the next segments are staged
   }
 }
@@ -657,7 +691,7 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
 template <class K, class V, int Bin>
 constexpr bool in_short_launch = [] {
   if constexpr (Bin < group_bins) {
-    return true;
+    return short_bin_used<K, V, Bin>;
   } else {
     return segment_block_shape<K, V, Bin>::threads == group_sort_threads;
   }
@@ -688,7 +722,7 @@ __device__ void sort_segments_of_block_bin(const K* keys_in, K* keys_out, const 
     if (!in_short_launch<K, V, Bin> || blockIdx.x >= end) {
       sort_segments_of_block_bin<Bin + 1>(keys_in, keys_out, values_in, values_out, segments, bins,
                                           blocks, ord);
-    } else if constexpr (Bin < group_bins) {
+    } else if constexpr (Bin < group_bins && in_short_launch<K, V, Bin>) {
       sort_segments_in_groups<group_shape<K, V, Bin>>(
           keys_in, keys_out, values_in, values_out, segments, bins.segments[Bin], bins.sizes + Bin,
           ord, blockIdx.x - first, end - first);
@@ -766,7 +800,7 @@ __device__ void sort_segment_on_its_path(const K* keys_in, K* keys_out, const V*
   if constexpr (Bin < short_bins) {
     if (!in_short_launch<K, V, Bin> || segment.length > short_bin_capacity<K, V, Bin>) {
       sort_segment_on_its_path<Bin + 1>(keys_in, keys_out, values_in, values_out, segment, ord);
-    } else if constexpr (Bin < group_bins) {
+    } else if constexpr (Bin < group_bins && in_short_launch<K, V, Bin>) {
       sort_segments_in_groups<group_shape<K, V, Bin, true>>(keys_in, keys_out, values_in,
                                                             values_out, single_segment{segment},
                                                             nullptr, nullptr, ord, 0, 1);
