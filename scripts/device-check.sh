@@ -11,11 +11,15 @@
 # with two GPUs or more and mpirun, the one-process-per-GPU example on two ranks. On a
 # two-GPU machine the tests part runs the two-rank tests too:
 #   scripts/device-check.sh build tests distributed
-# One device call allows ten minutes and the whole check takes about fifteen on an
-# H200 (build 140 s, tests 130 s, sanitizers 340 s, check and bench 10 s, python 270 s), so it
-# takes two calls on one warm machine, which keeps the build between them:
-#   scripts/device-check.sh build python
-#   scripts/device-check.sh build tests sanitizers check bench   (the build is then up to date)
+# One device call allows ten minutes and the whole check takes about twenty-five on an
+# H200 (tree bf75e2147d34082d, 2026-12-04: build 447 s on a fresh machine, tests 136 s,
+# sanitizers not done in the 460 s left after the tests (340 s alone on earlier trees), check
+# and bench 28 s; python 270 s before), so it takes calls one after another on one warm
+# machine, which keeps the build between them (the idle machine is given back after 30 s):
+#   scripts/device-check.sh build
+#   scripts/device-check.sh tests check bench
+#   scripts/device-check.sh sanitizers
+#   scripts/device-check.sh python
 # The report's first line is "tree <hash>" of the sources it checked; its closing lines
 # give "N passed, M failed" for the tests and the error count of each sanitizer tool, and
 # every section names the seconds it took.
