@@ -17,6 +17,7 @@ dtypes raise ``TypeError``; wrong devices, shapes, layouts and arguments raise
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 from . import _ppat
@@ -64,6 +65,8 @@ def inclusive_scan(x: Array, op: str = "sum", *, out: Optional[Array] = None,
     be ``x`` (in place). Dtypes: int8-64, uint8-64, float32, float64. Floating-point sums
     are deterministic run to run.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.inclusive_scan(x, op)
     return _scan("ppat.inclusive_scan", x, None, op, out, stream)
 
 
@@ -74,6 +77,8 @@ def exclusive_scan(x: Array, init: Any = None, op: str = "sum", *,
     ``init`` defaults to the identity of ``op`` (0, the dtype's largest value for "min",
     its smallest for "max"). Otherwise as :func:`inclusive_scan`.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.exclusive_scan(x, init, op)
     return _scan("ppat.exclusive_scan", x, init, op, out, stream)
 
 
@@ -84,12 +89,16 @@ def inclusive_scan_by_key(keys: Array, x: Array, op: str = "sum", *,
     ``x`` (int32, int64, float32 or float64) has the keys' length; each segment is
     scanned on its own.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.inclusive_scan_by_key(keys, x, op)
     return _scan_by_key("ppat.inclusive_scan_by_key", keys, x, None, op, out, stream)
 
 
 def exclusive_scan_by_key(keys: Array, x: Array, init: Any = None, op: str = "sum", *,
                           out: Optional[Array] = None, stream: Stream = None) -> Array:
     """Exclusive scan of each run of equal consecutive ``keys``; each starts at ``init``."""
+    if out is None and stream is None and _compiling():
+        return _ops.exclusive_scan_by_key(keys, x, init, op)
     return _scan_by_key("ppat.exclusive_scan_by_key", keys, x, init, op, out, stream)
 
 
@@ -100,6 +109,8 @@ def reduce(x: Array, init: Any = None, op: str = "sum", *, out: Optional[Array] 
     No synchronization: read it with ``.item()`` (which waits) when it is needed on the
     host. ``init`` defaults to the identity of ``op``. Deterministic for floating point.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.reduce(x, init, op)
     function = "ppat.reduce"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -122,6 +133,8 @@ def segment_reduce(x: Array, offsets: Array, op: str = "sum", *, init: Any = Non
     offsets stay on the device: a segment with its end before its start, or reaching past
     ``x``, reads as empty. Floating-point results are the same bits on every run.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.segment_reduce(x, offsets, op, init)
     function = "ppat.segment_reduce"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -155,6 +168,8 @@ def histogram_even(x: Array, bins: int, lower: Any, upper: Any, *,
     so the last bits of a bin may vary run to run). Unlike torch.histc, a sample equal to
     ``upper`` is outside, as in every bin's half-open interval.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.histogram_even(x, bins, lower, upper, weights, _torch_dtype(dtype))
     function = "ppat.histogram_even"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -190,6 +205,8 @@ def histogram_range(x: Array, levels: Array, *, dtype: Optional[str] = None,
     ``levels`` is a 1-d CUDA array of the dtype of ``x``, strictly ascending, with one more
     element than there are bins. ``dtype`` of the counts: "int64" (default) or "int32".
     """
+    if out is None and stream is None and _compiling():
+        return _ops.histogram_range(x, levels, _torch_dtype(dtype))
     function = "ppat.histogram_range"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -212,6 +229,8 @@ def transpose(x: Array, *, out: Optional[Array] = None, stream: Stream = None) -
     Any dtype of 1, 2, 4, 8 or 16 bytes. The result is C-contiguous: this is
     ``x.transpose(-2, -1).contiguous()`` in one pass.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.transpose(x)
     function = "ppat.transpose"
     a = _describe(x, "x", function)
     if len(a.shape) not in (2, 3):
@@ -226,6 +245,9 @@ def transpose(x: Array, *, out: Optional[Array] = None, stream: Stream = None) -
 
 def transpose_inplace(x: Array, *, stream: Stream = None) -> Array:
     """Transposes a square 2-d array in place and returns it."""
+    if stream is None and _compiling():
+        _ops.transpose_inplace(x)
+        return x
     function = "ppat.transpose_inplace"
     a = _describe(x, "x", function)
     if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
@@ -241,6 +263,8 @@ def permute(x: Array, axes: Sequence[int], *, out: Optional[Array] = None,
     NumPy's axes semantics (negative axes count from the end); 1 to 8 dimensions; any dtype
     of 1, 2, 4, 8 or 16 bytes. This is ``x.permute(axes).contiguous()`` in one pass.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.permute(x, list(axes))
     function = "ppat.permute"
     a = _describe(x, "x", function)
     rank = len(a.shape)
@@ -267,6 +291,8 @@ def select(x: Array, mask: Array, *, out: Optional[Array] = None, trim: bool = T
     does not wait and returns ``(buffer, count)``: a buffer of ``x.size`` elements whose
     first ``count`` are the selection, and the count as a 0-d int64 device array.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.select(x, mask) if trim else _ops.select_untrimmed(x, mask)
     function = "ppat.select"
     a = _describe(x, "x", function)
     m = _describe(mask, "mask", function)
@@ -290,6 +316,10 @@ def select_if(x: Array, compare: str, value: Any, *, out: Optional[Array] = None
     ``compare`` is one of ``"<" "<=" ">" ">=" "==" "!="``. Numeric dtypes (int8-64,
     uint8-64, float32, float64). ``trim`` as in :func:`select`.
     """
+    if out is None and stream is None and _compiling():
+        if trim:
+            return _ops.select_if(x, compare, value)
+        return _ops.select_if_untrimmed(x, compare, value)
     function = "ppat.select_if"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -310,6 +340,8 @@ def partition(x: Array, compare: str, value: Any, *, out: Optional[Array] = None
     Returns ``(result, count)``: the count of the first group as a 0-d int64 device array
     (no synchronization).
     """
+    if out is None and stream is None and _compiling():
+        return _ops.partition(x, compare, value)
     function = "ppat.partition"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -330,6 +362,8 @@ def unique(x: Array, *, out: Optional[Array] = None, trim: bool = True,
     Floating point: -0.0 equals +0.0 and a NaN equals nothing. ``trim`` as in
     :func:`select`.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.unique(x) if trim else _ops.unique_untrimmed(x)
     function = "ppat.unique"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -347,6 +381,8 @@ def run_length_encode(x: Array, *, trim: bool = True, stream: Stream = None) -> 
     Lengths are int64. With ``trim=False`` returns ``(values, lengths, count)`` without
     waiting, the buffers of ``x.size`` elements and the run count a 0-d device array.
     """
+    if stream is None and _compiling():
+        return _ops.run_length_encode(x) if trim else _ops.run_length_encode_untrimmed(x)
     function = "ppat.run_length_encode"
     a = _describe(x, "x", function)
     _require_dtype(a, _NUMBERS, function, "x")
@@ -366,6 +402,10 @@ def unique_by_key(keys: Array, values: Array, *, trim: bool = True,
     ``keys`` is 1-d int32 or int64; ``values`` has the keys' length, any dtype of 1, 2, 4,
     8 or 16 bytes. ``trim=False`` returns ``(keys, values, count)`` without waiting.
     """
+    if stream is None and _compiling():
+        if trim:
+            return _ops.unique_by_key(keys, values)
+        return _ops.unique_by_key_untrimmed(keys, values)
     function = "ppat.unique_by_key"
     k, v = _keys_and_values(keys, values, ("int32", "int64"), function)
     keys_out = _empty(k, k.shape, k.dtype)
@@ -386,6 +426,10 @@ def reduce_by_key(keys: Array, values: Array, op: str = "sum", *, trim: bool = T
     length; ``op`` "sum", "min" or "max". ``trim=False`` returns ``(keys, aggregates,
     count)`` without waiting.
     """
+    if stream is None and _compiling():
+        if trim:
+            return _ops.reduce_by_key(keys, values, op)
+        return _ops.reduce_by_key_untrimmed(keys, values, op)
     function = "ppat.reduce_by_key"
     k, v = _keys_and_values(keys, values, ("int32", "int64"), function)
     _require_dtype(v, ("int32", "int64", "float32", "float64"), function, "values")
@@ -412,6 +456,8 @@ def sort(x: Array, descending: bool = False, *, dim: int = -1, begin_bit: int = 
     ``[begin_bit, end_bit)`` of the key's order-preserving unsigned image are sorted on (all
     by default; 1-d arrays), fewer bits for fewer passes.
     """
+    if out is None and stream is None and _compiling():
+        return _ops.sort(x, bool(descending), dim, begin_bit, end_bit)
     function = "ppat.sort"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
@@ -430,6 +476,8 @@ def argsort(x: Array, descending: bool = False, *, dim: int = -1, out: Optional[
     """The int64 indices that sort ``x`` stably along the last dimension (equal keys keep
     their order): positions in each row for a matrix, as ``torch.argsort(x, dim=-1,
     stable=True)``."""
+    if out is None and stream is None and _compiling():
+        return _ops.argsort(x, bool(descending), dim)
     function = "ppat.argsort"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
@@ -458,6 +506,8 @@ def topk(x: Array, k: int, dim: int = -1, largest: bool = True, sorted: bool = T
     compatibility): ties go to the lower index, NaN ranks above +inf (largest first), all
     NaNs as one value. Every integer and floating dtype; ``0 <= k <=`` the last extent.
     """
+    if stream is None and _compiling():
+        return TopK(*_ops.topk(x, k, dim, bool(largest)))
     function = "ppat.topk"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
@@ -488,6 +538,8 @@ def sort_pairs(keys: Array, values: Array, descending: bool = False, *, begin_bi
     Keys as in :func:`sort`; values of the keys' length, any dtype of 1, 2, 4, 8 or 16
     bytes.
     """
+    if keys_out is None and values_out is None and stream is None and _compiling():
+        return _ops.sort_pairs(keys, values, bool(descending), begin_bit, end_bit)
     function = "ppat.sort_pairs"
     k, v = _keys_and_values(keys, values, _SORT_KEYS, function)
     end_bit = 8 * k.itemsize if end_bit is None else end_bit
@@ -582,10 +634,20 @@ _cupy = None
 _torch_names = {}  # dtype name by torch dtype
 _torch_dtypes = {}  # torch dtype by name
 _torch_current_stream = None  # device index -> the raw cudaStream_t current there
+_ops = None  # torch.ops.ppat, once registered (_torch_ops.py)
+
+
+def _never_compiling() -> bool:
+    return False
+
+
+# Whether Dynamo is tracing the call: then a public call of ppat on torch tensors returns
+# its custom operator's result (_torch_ops.py) instead of reading the tensors' addresses.
+_compiling = _never_compiling
 
 
 def _load_torch():
-    global _torch, _torch_current_stream
+    global _torch, _torch_current_stream, _ops, _compiling
     if _torch is None:
         import torch
 
@@ -598,6 +660,11 @@ def _load_torch():
                 _torch_names[dtype] = name
                 _torch_dtypes[name] = dtype
         _torch = torch
+        if hasattr(torch.library, "custom_op") and hasattr(torch.compiler, "is_compiling"):
+            from . import _torch_ops  # noqa: F401  (registers torch.ops.ppat.*)
+
+            _ops = torch.ops.ppat
+            _compiling = torch.compiler.is_compiling
     return _torch
 
 
@@ -836,6 +903,17 @@ def _counter_dtype(dtype, function):
     return dtype
 
 
+def _torch_dtype(dtype):
+    """A dtype argument as an operator takes it (_torch_ops.py): a torch dtype, or None."""
+    if dtype is None or isinstance(dtype, _torch.dtype):
+        return dtype
+    name = _dtype_name(dtype)
+    torch_dtype = getattr(_torch, name, None)
+    if not isinstance(torch_dtype, _torch.dtype):
+        raise TypeError(f"ppat: {name} is not a dtype")
+    return torch_dtype
+
+
 def _dtype_name(dtype) -> str:
     """A dtype given as a name, a torch dtype or a NumPy/CuPy dtype, by its name."""
     if isinstance(dtype, str):
@@ -844,3 +922,8 @@ def _dtype_name(dtype) -> str:
         return _torch_names[dtype]
     name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)
     return str(name if name is not None else dtype)
+
+
+# A program that imported torch first can trace ppat from its first call.
+if "torch" in sys.modules:
+    _load_torch()
