@@ -467,7 +467,7 @@ def sort(x: Array, descending: bool = False, *, dim: int = -1, begin_bit: int = 
         raise ValueError(f"{function}: a bit range sorts 1-d arrays only")
     result = _output(out, a, a.shape, a.dtype, function, "out")
     _ppat.sort(a.ptr, result.ptr, 0, 0, a.size, cols, a.dtype, 0, bool(descending), begin_bit,
-               end_bit, False, a.device, _stream(stream, a))
+               end_bit, a.device, _stream(stream, a))
     return result.obj
 
 
@@ -484,9 +484,18 @@ def argsort(x: Array, descending: bool = False, *, dim: int = -1, out: Optional[
     cols = _last_dim(a, dim, function)
     indices = _output(out, a, a.shape, "int64", function, "out")
     sorted_keys = _empty(a, a.shape, a.dtype)
-    positions = _empty(a, a.shape, "int64")
-    _ppat.sort(a.ptr, sorted_keys.ptr, positions.ptr, indices.ptr, a.size, cols, a.dtype, 8,
-               bool(descending), 0, 8 * a.itemsize, True, a.device, _stream(stream, a))
+    # One array of up to 2^32 keys sorts 4-byte positions, widened at the end (sorts.cu).
+    if cols == a.size and a.size <= 1 << 32:
+        positions = _empty(a, a.shape, "int32")
+        sorted_positions = _empty(a, a.shape, "int32").ptr
+        position_bytes = 4
+    else:
+        positions = _empty(a, a.shape, "int64")
+        sorted_positions = 0
+        position_bytes = 8
+    _ppat.argsort(a.ptr, sorted_keys.ptr, positions.ptr, sorted_positions, indices.ptr,
+                  position_bytes, a.size, cols, a.dtype, bool(descending), a.device,
+                  _stream(stream, a))
     return indices.obj
 
 
@@ -546,8 +555,7 @@ def sort_pairs(keys: Array, values: Array, descending: bool = False, *, begin_bi
     sorted_keys = _output(keys_out, k, k.shape, k.dtype, function, "keys_out")
     sorted_values = _output(values_out, k, v.shape, v.dtype, function, "values_out")
     _ppat.sort(k.ptr, sorted_keys.ptr, v.ptr, sorted_values.ptr, k.size, k.size, k.dtype,
-               v.itemsize, bool(descending), begin_bit, end_bit, False, k.device,
-               _stream(stream, k))
+               v.itemsize, bool(descending), begin_bit, end_bit, k.device, _stream(stream, k))
     return sorted_keys.obj, sorted_values.obj
 
 

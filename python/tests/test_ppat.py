@@ -478,7 +478,9 @@ def test_sort_and_argsort(fw, dtype, n, descending):
     result = ppat.sort(d, descending, out=out)
     assert result is out
     np.testing.assert_array_equal(key_bits(result), bits[order])
-    indices = ppat.argsort(d, descending)
+    out = poisoned((n,), "int64", fw)  # 4-byte positions widened: every int64 written
+    indices = ppat.argsort(d, descending, out=out)
+    assert indices is out
     np.testing.assert_array_equal(host(indices), order)
 
 
