@@ -1,6 +1,6 @@
 """ppat from Python beside PyTorch and CuPy on the same arrays.
 
-    python python/bench.py [--log2 28] [--small-log2 16] [--out DIR]
+    python python/bench.py [--sizes 10,16,20,28] [--out DIR]
 
 Each call is timed with CUDA events on the framework's current stream: a few calls to
 warm up, then the median of many samples, a sample being the time of a run of back-to-back
@@ -10,8 +10,10 @@ large sizes a run is 4 calls, so that the host's work for a call overlaps the de
 work for the one before, as in a program that does not wait between calls. GB/s
 counts the bytes a call must move (inputs read once, outputs written once); "% copy" is
 against a device-to-device copy of the same bytes timed in the same run; "vs X" is X's time
-over ppat's (above 1.00x: ppat is faster). Writes DIR/bench.json, and DIR/bench.png where
-matplotlib is installed.
+over ppat's (above 1.00x: ppat is faster). Below 2^24, "binding" is the package's own time
+a call: the Python call's time less that of the raw C++ binding given the same pointers and
+outputs already allocated (reading the arrays, the checks, allocating the results). Writes
+DIR/bench.json, and DIR/bench.png where matplotlib is installed.
 """
 
 import argparse
@@ -67,8 +69,37 @@ def cupy_call(fn):
     return call
 
 
-def cases(log2: int):
-    """(name, bytes moved, ppat call, {peer: call}) at 2^log2 items."""
+def raw_calls(f32, matrix, tensor4, axes):
+    """The raw bindings under the calls whose package time the bench reports, by case name:
+    the same work as the Python call, its outputs allocated once."""
+    raw = ppat._ppat
+    n = f32.numel()
+    device = f32.get_device()
+    stream = torch.cuda.current_stream().cuda_stream
+    keep = [torch.empty((), device="cuda"), torch.empty_like(f32),
+            torch.empty(256, dtype=torch.int32, device="cuda")]
+    x, total, scanned, counts = (t.data_ptr() for t in [f32] + keep)
+    rows, cols = matrix.shape
+    shape = list(tensor4.shape)
+    return {
+        "sum f32": lambda: raw.reduce(x, total, n, "float32", "sum", 0.0, device, stream),
+        "cumsum f32": lambda: raw.scan(x, scanned, n, "float32", False, "sum", 0.0, device,
+                                       stream),
+        "histc f32 256 bins": lambda: raw.histogram_even(x, n, "float32", counts, "int32", 256,
+                                                         "float32", 0.0, 1.0, device, stream),
+        f"transpose f32 {(rows, cols)}": lambda: raw.transpose(x, scanned, 1, rows, cols, 4,
+                                                               device, stream),
+        f"permute f32 {tuple(shape)} {axes}": lambda: raw.permute(x, scanned, shape, list(axes),
+                                                                  4, device, stream),
+        "sort f32": lambda: raw.sort(x, scanned, 0, 0, n, n, "float32", 0, False, 0, 32, device,
+                                     stream),
+        "_keep": keep,  # the outputs' memory, alive as long as the calls
+    }
+
+
+def cases(log2: int, raw: dict):
+    """(name, bytes moved, ppat call, {peer: call}) at 2^log2 items; fills ``raw`` with the
+    raw binding calls of some of them (raw_calls)."""
     n = 1 << log2
     g = torch.Generator(device="cuda").manual_seed(log2)
     f32 = torch.rand(n, device="cuda", generator=g)
@@ -85,6 +116,7 @@ def cases(log2: int):
     c4 = c.reshape(tensor4.shape) if c is not None else None
     cmatrix = c.reshape(matrix.shape) if c is not None else None
     selected = int(mask.sum())
+    raw.update(raw_calls(f32, matrix, tensor4, axes))
 
     def with_cupy(peers, name, fn):
         if cupy is not None:
@@ -157,8 +189,8 @@ def copy_seconds(nbytes: int) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log2", type=int, default=28, help="log2 of the large size")
-    parser.add_argument("--small-log2", type=int, default=16, help="log2 of the small size")
+    parser.add_argument("--sizes", default="10,16,20,28",
+                        help="log2 of the sizes, comma-separated (each at least 8)")
     parser.add_argument("--out", default=".", help="folder for bench.json and bench.png")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -172,18 +204,22 @@ def main():
     except ImportError:
         print("cuda.compute is not installed: no cuda.compute column")
     rows = []
-    for log2 in (args.small_log2, args.log2):
+    for log2 in (int(size) for size in args.sizes.split(",")):
         large = log2 >= 24
         # Seconds a byte moved: a copy of B bytes reads B and writes B.
         per_copy = copy_seconds(8 << log2) / (2 * (8 << log2)) if large else None
         print(f"\n2^{log2} items" + (" (times a call, back to back)" if not large else ""))
         print(f"{'call':44} {'ppat us':>9} {'GB/s':>7} {'% copy':>7}   peers: time, ppat vs peer")
-        for name, nbytes, call, peers in cases(log2):
+        raw_calls_by_name = {}
+        for name, nbytes, call, peers in cases(log2, raw_calls_by_name):
+            raw = raw_calls_by_name.get(name)
             seconds = time_call(call, large)
             row = {"call": name, "log2": log2, "ppat_us": seconds * 1e6,
                    "gbps": nbytes / seconds / 1e9, "peers": {}}
             if per_copy is not None:
                 row["percent_copy"] = 100 * per_copy * nbytes / seconds
+            if raw is not None and not large:
+                row["binding_us"] = (seconds - time_call(raw, large)) * 1e6
             for peer, peer_call in peers.items():
                 peer_seconds = time_call(peer_call, large)
                 row["peers"][peer] = {"us": peer_seconds * 1e6, "ratio": peer_seconds / seconds}
@@ -191,6 +227,8 @@ def main():
             copy_text = f"{row['percent_copy']:6.1f}%" if per_copy is not None else "      -"
             peer_text = "  ".join(f"{p} {v['us']:.1f} us {v['ratio']:.2f}x"
                                   for p, v in row["peers"].items())
+            if "binding_us" in row:
+                peer_text += f"  (binding {row['binding_us']:.1f} us)"
             print(f"{name:44} {seconds * 1e6:9.1f} {row['gbps']:7.0f} {copy_text}   {peer_text}")
             sys.stdout.flush()
             torch.cuda.empty_cache()
