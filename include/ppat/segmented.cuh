@@ -170,13 +170,11 @@ void segmented_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* 
     sort_short_segments_in_one_launch(keys_in, keys_out, values_in, values_out, segments, bins,
                                       paths.most_in_bin, ord, call);
   }
-  each_short_bin([&](auto bin) {
+  each_used_short_bin<K, V>([&](auto bin) {
     constexpr int b = decltype(bin)::value;
-    if constexpr (short_bin_used<K, V, b>) {
-      if (paths.most_in_bin[b] == 0 || (few_launches && in_short_launch<K, V, b>)) return;
-      sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, bins.segments[b],
-                             bins.sizes + b, paths.most_in_bin[b], ord, call);
-    }
+    if (paths.most_in_bin[b] == 0 || (few_launches && in_short_launch<K, V, b>)) return;
+    sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, bins.segments[b],
+                           bins.sizes + b, paths.most_in_bin[b], ord, call);
   });
   if (paths.most_chains > 0) {
     sort_segment_chains(keys_in, keys_out, values_in, values_out, n, bins, paths.most_chains,
@@ -226,20 +224,18 @@ void sort_rows(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
   const row_segments segments{cols, rows};
   const int row_bin = segment_paths<K, V>::bin_of(cols);
   if (row_bin < short_bins) {
-    each_short_bin([&](auto bin) {
+    each_used_short_bin<K, V>([&](auto bin) {
       constexpr int b = decltype(bin)::value;
-      if constexpr (short_bin_used<K, V, b>) {
-        if (b != row_bin) return;
-        if constexpr (has_wide_groups<K, V, b>) {
-          if (rows <= wide_groups_resident<K, V, b, row_segments>(call)) {
-            sort_short_segments<b, true>(keys_in, keys_out, values_in, values_out, segments,
-                                         nullptr, nullptr, rows, ord, call);
-            return;
-          }
+      if (b != row_bin) return;
+      if constexpr (has_wide_groups<K, V, b>) {
+        if (rows <= wide_groups_resident<K, V, b, row_segments>(call)) {
+          sort_short_segments<b, true>(keys_in, keys_out, values_in, values_out, segments, nullptr,
+                                       nullptr, rows, ord, call);
+          return;
         }
-        sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, nullptr, nullptr,
-                               rows, ord, call);
       }
+      sort_short_segments<b>(keys_in, keys_out, values_in, values_out, segments, nullptr, nullptr,
+                             rows, ord, call);
     });
     return;
   }

@@ -608,6 +608,13 @@ template <class F>
 void each_short_bin(F f) {
   each_short_bin(f, std::make_integer_sequence<int, short_bins>{});
 }
+// The same for the short bins that can hold a segment of K keys (short_bin_used).
+template <class K, class V, class F>
+void each_used_short_bin(F f) {
+  each_short_bin([&](auto bin) {
+    if constexpr (short_bin_used<K, V, decltype(bin)::value>) f(bin);
+  });
+}
 
 // The shared memory and the blocks of a launch of short bin `Bin` (`most_segments` at most,
 // `resident` blocks of its kernel fitting on the GPU at once).
