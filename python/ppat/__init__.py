@@ -10,6 +10,9 @@ CuPy's current stream; the legacy default stream for other producers), or on ``s
 with ``__cuda_stream__``), on the device that holds the input. Nothing synchronizes except
 the calls that return a host value: a trimmed selection reads its count (documented there).
 
+On torch tensors the calls are also custom operators (``torch.ops.ppat.*``): ``torch.compile``
+traces them, and autograd records them where an input requires grad (``python/README.md``).
+
 Inputs must be C-contiguous (``x.contiguous()``, ``cupy.ascontiguousarray(x)``). Wrong
 dtypes raise ``TypeError``; wrong devices, shapes, layouts and arguments raise
 ``ValueError``; CUDA failures raise ``RuntimeError`` naming the ppat function.
@@ -65,7 +68,7 @@ def inclusive_scan(x: Array, op: str = "sum", *, out: Optional[Array] = None,
     be ``x`` (in place). Dtypes: int8-64, uint8-64, float32, float64. Floating-point sums
     are deterministic run to run.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.inclusive_scan", out is not None or stream is not None, x):
         return _ops.inclusive_scan(x, op)
     return _scan("ppat.inclusive_scan", x, None, op, out, stream)
 
@@ -77,7 +80,7 @@ def exclusive_scan(x: Array, init: Any = None, op: str = "sum", *,
     ``init`` defaults to the identity of ``op`` (0, the dtype's largest value for "min",
     its smallest for "max"). Otherwise as :func:`inclusive_scan`.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.exclusive_scan", out is not None or stream is not None, x):
         return _ops.exclusive_scan(x, init, op)
     return _scan("ppat.exclusive_scan", x, init, op, out, stream)
 
@@ -89,7 +92,7 @@ def inclusive_scan_by_key(keys: Array, x: Array, op: str = "sum", *,
     ``x`` (int32, int64, float32 or float64) has the keys' length; each segment is
     scanned on its own.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.inclusive_scan_by_key", out is not None or stream is not None, x):
         return _ops.inclusive_scan_by_key(keys, x, op)
     return _scan_by_key("ppat.inclusive_scan_by_key", keys, x, None, op, out, stream)
 
@@ -97,7 +100,7 @@ def inclusive_scan_by_key(keys: Array, x: Array, op: str = "sum", *,
 def exclusive_scan_by_key(keys: Array, x: Array, init: Any = None, op: str = "sum", *,
                           out: Optional[Array] = None, stream: Stream = None) -> Array:
     """Exclusive scan of each run of equal consecutive ``keys``; each starts at ``init``."""
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.exclusive_scan_by_key", out is not None or stream is not None, x):
         return _ops.exclusive_scan_by_key(keys, x, init, op)
     return _scan_by_key("ppat.exclusive_scan_by_key", keys, x, init, op, out, stream)
 
@@ -109,7 +112,7 @@ def reduce(x: Array, init: Any = None, op: str = "sum", *, out: Optional[Array] 
     No synchronization: read it with ``.item()`` (which waits) when it is needed on the
     host. ``init`` defaults to the identity of ``op``. Deterministic for floating point.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.reduce", out is not None or stream is not None, x):
         return _ops.reduce(x, init, op)
     function = "ppat.reduce"
     a = _describe(x, "x", function)
@@ -133,7 +136,7 @@ def segment_reduce(x: Array, offsets: Array, op: str = "sum", *, init: Any = Non
     offsets stay on the device: a segment with its end before its start, or reaching past
     ``x``, reads as empty. Floating-point results are the same bits on every run.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.segment_reduce", out is not None or stream is not None, x):
         return _ops.segment_reduce(x, offsets, op, init)
     function = "ppat.segment_reduce"
     a = _describe(x, "x", function)
@@ -168,7 +171,7 @@ def histogram_even(x: Array, bins: int, lower: Any, upper: Any, *,
     so the last bits of a bin may vary run to run). Unlike torch.histc, a sample equal to
     ``upper`` is outside, as in every bin's half-open interval.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.histogram_even", out is not None or stream is not None, weights):
         return _ops.histogram_even(x, bins, lower, upper, weights, _torch_dtype(dtype))
     function = "ppat.histogram_even"
     a = _describe(x, "x", function)
@@ -205,7 +208,7 @@ def histogram_range(x: Array, levels: Array, *, dtype: Optional[str] = None,
     ``levels`` is a 1-d CUDA array of the dtype of ``x``, strictly ascending, with one more
     element than there are bins. ``dtype`` of the counts: "int64" (default) or "int32".
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.histogram_range", out is not None or stream is not None):
         return _ops.histogram_range(x, levels, _torch_dtype(dtype))
     function = "ppat.histogram_range"
     a = _describe(x, "x", function)
@@ -229,7 +232,7 @@ def transpose(x: Array, *, out: Optional[Array] = None, stream: Stream = None) -
     Any dtype of 1, 2, 4, 8 or 16 bytes. The result is C-contiguous: this is
     ``x.transpose(-2, -1).contiguous()`` in one pass.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.transpose", out is not None or stream is not None, x):
         return _ops.transpose(x)
     function = "ppat.transpose"
     a = _describe(x, "x", function)
@@ -244,11 +247,15 @@ def transpose(x: Array, *, out: Optional[Array] = None, stream: Stream = None) -
 
 
 def transpose_inplace(x: Array, *, stream: Stream = None) -> Array:
-    """Transposes a square 2-d array in place and returns it."""
-    if stream is None and _compiling():
+    """Transposes a square 2-d array in place and returns it. Autograd cannot record it: a
+    tensor that requires grad (with grad mode on) raises ``ValueError``."""
+    function = "ppat.transpose_inplace"
+    if _as_operator(function, stream is not None, x):
+        if not _compiling():
+            raise ValueError(f"{function}: x requires grad, and autograd cannot record an "
+                             "in-place transpose (use ppat.transpose)")
         _ops.transpose_inplace(x)
         return x
-    function = "ppat.transpose_inplace"
     a = _describe(x, "x", function)
     if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"{function}: x is a square 2-d array, not of shape {a.shape}")
@@ -263,7 +270,7 @@ def permute(x: Array, axes: Sequence[int], *, out: Optional[Array] = None,
     NumPy's axes semantics (negative axes count from the end); 1 to 8 dimensions; any dtype
     of 1, 2, 4, 8 or 16 bytes. This is ``x.permute(axes).contiguous()`` in one pass.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.permute", out is not None or stream is not None, x):
         return _ops.permute(x, list(axes))
     function = "ppat.permute"
     a = _describe(x, "x", function)
@@ -291,7 +298,7 @@ def select(x: Array, mask: Array, *, out: Optional[Array] = None, trim: bool = T
     does not wait and returns ``(buffer, count)``: a buffer of ``x.size`` elements whose
     first ``count`` are the selection, and the count as a 0-d int64 device array.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.select", out is not None or stream is not None, x):
         return _ops.select(x, mask) if trim else _ops.select_untrimmed(x, mask)
     function = "ppat.select"
     a = _describe(x, "x", function)
@@ -316,7 +323,7 @@ def select_if(x: Array, compare: str, value: Any, *, out: Optional[Array] = None
     ``compare`` is one of ``"<" "<=" ">" ">=" "==" "!="``. Numeric dtypes (int8-64,
     uint8-64, float32, float64). ``trim`` as in :func:`select`.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.select_if", out is not None or stream is not None, x):
         if trim:
             return _ops.select_if(x, compare, value)
         return _ops.select_if_untrimmed(x, compare, value)
@@ -340,7 +347,7 @@ def partition(x: Array, compare: str, value: Any, *, out: Optional[Array] = None
     Returns ``(result, count)``: the count of the first group as a 0-d int64 device array
     (no synchronization).
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.partition", out is not None or stream is not None, x):
         return _ops.partition(x, compare, value)
     function = "ppat.partition"
     a = _describe(x, "x", function)
@@ -362,7 +369,7 @@ def unique(x: Array, *, out: Optional[Array] = None, trim: bool = True,
     Floating point: -0.0 equals +0.0 and a NaN equals nothing. ``trim`` as in
     :func:`select`.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.unique", out is not None or stream is not None, x):
         return _ops.unique(x) if trim else _ops.unique_untrimmed(x)
     function = "ppat.unique"
     a = _describe(x, "x", function)
@@ -381,7 +388,7 @@ def run_length_encode(x: Array, *, trim: bool = True, stream: Stream = None) -> 
     Lengths are int64. With ``trim=False`` returns ``(values, lengths, count)`` without
     waiting, the buffers of ``x.size`` elements and the run count a 0-d device array.
     """
-    if stream is None and _compiling():
+    if _as_operator("ppat.run_length_encode", stream is not None, x):
         return _ops.run_length_encode(x) if trim else _ops.run_length_encode_untrimmed(x)
     function = "ppat.run_length_encode"
     a = _describe(x, "x", function)
@@ -402,7 +409,7 @@ def unique_by_key(keys: Array, values: Array, *, trim: bool = True,
     ``keys`` is 1-d int32 or int64; ``values`` has the keys' length, any dtype of 1, 2, 4,
     8 or 16 bytes. ``trim=False`` returns ``(keys, values, count)`` without waiting.
     """
-    if stream is None and _compiling():
+    if _as_operator("ppat.unique_by_key", stream is not None, values):
         if trim:
             return _ops.unique_by_key(keys, values)
         return _ops.unique_by_key_untrimmed(keys, values)
@@ -426,7 +433,7 @@ def reduce_by_key(keys: Array, values: Array, op: str = "sum", *, trim: bool = T
     length; ``op`` "sum", "min" or "max". ``trim=False`` returns ``(keys, aggregates,
     count)`` without waiting.
     """
-    if stream is None and _compiling():
+    if _as_operator("ppat.reduce_by_key", stream is not None, values):
         if trim:
             return _ops.reduce_by_key(keys, values, op)
         return _ops.reduce_by_key_untrimmed(keys, values, op)
@@ -456,7 +463,7 @@ def sort(x: Array, descending: bool = False, *, dim: int = -1, begin_bit: int = 
     ``[begin_bit, end_bit)`` of the key's order-preserving unsigned image are sorted on (all
     by default; 1-d arrays), fewer bits for fewer passes.
     """
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.sort", out is not None or stream is not None, x):
         return _ops.sort(x, bool(descending), dim, begin_bit, end_bit)
     function = "ppat.sort"
     a = _describe(x, "x", function)
@@ -476,7 +483,7 @@ def argsort(x: Array, descending: bool = False, *, dim: int = -1, out: Optional[
     """The int64 indices that sort ``x`` stably along the last dimension (equal keys keep
     their order): positions in each row for a matrix, as ``torch.argsort(x, dim=-1,
     stable=True)``."""
-    if out is None and stream is None and _compiling():
+    if _as_operator("ppat.argsort", out is not None or stream is not None):
         return _ops.argsort(x, bool(descending), dim)
     function = "ppat.argsort"
     a = _describe(x, "x", function)
@@ -515,7 +522,7 @@ def topk(x: Array, k: int, dim: int = -1, largest: bool = True, sorted: bool = T
     compatibility): ties go to the lower index, NaN ranks above +inf (largest first), all
     NaNs as one value. Every integer and floating dtype; ``0 <= k <=`` the last extent.
     """
-    if stream is None and _compiling():
+    if _as_operator("ppat.topk", stream is not None, x):
         return TopK(*_ops.topk(x, k, dim, bool(largest)))
     function = "ppat.topk"
     a = _describe(x, "x", function)
@@ -547,7 +554,8 @@ def sort_pairs(keys: Array, values: Array, descending: bool = False, *, begin_bi
     Keys as in :func:`sort`; values of the keys' length, any dtype of 1, 2, 4, 8 or 16
     bytes.
     """
-    if keys_out is None and values_out is None and stream is None and _compiling():
+    explicit = keys_out is not None or values_out is not None or stream is not None
+    if _as_operator("ppat.sort_pairs", explicit, keys, values):
         return _ops.sort_pairs(keys, values, bool(descending), begin_bit, end_bit)
     function = "ppat.sort_pairs"
     k, v = _keys_and_values(keys, values, _SORT_KEYS, function)
@@ -654,8 +662,33 @@ def _never_compiling() -> bool:
 _compiling = _never_compiling
 
 
+class _NoTorch:
+    """What no array is an instance of: _Tensor until torch's operators are registered."""
+
+
+_Tensor = _NoTorch
+
+
+def _as_operator(function, explicit, *arrays) -> bool:
+    """Whether the call runs as its torch operator (_torch_ops.py) rather than straight
+    through the raw bindings: while Dynamo traces it, and where autograd must record it (a
+    torch tensor of ``arrays`` requires grad, grad mode on). ``explicit``: ``out=`` or
+    ``stream=`` was given, which only the eager call takes: traced, the call then breaks
+    the graph; needing gradients, it raises."""
+    if _compiling():
+        return not explicit
+    for a in arrays:
+        if isinstance(a, _Tensor) and a.requires_grad and _torch.is_grad_enabled():
+            if explicit:
+                raise ValueError(f"{function}: an input requires grad, and a call given out= "
+                                 "or stream= records no gradient (leave them out, or detach "
+                                 "the input)")
+            return True
+    return False
+
+
 def _load_torch():
-    global _torch, _torch_current_stream, _ops, _compiling
+    global _torch, _torch_current_stream, _ops, _compiling, _Tensor
     if _torch is None:
         import torch
 
@@ -673,6 +706,7 @@ def _load_torch():
 
             _ops = torch.ops.ppat
             _compiling = torch.compiler.is_compiling
+            _Tensor = torch.Tensor
     return _torch
 
 

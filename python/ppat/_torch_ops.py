@@ -1,8 +1,10 @@
-"""ppat's calls as PyTorch custom operators, ``torch.ops.ppat.*``, for ``torch.compile``.
+"""ppat's calls as PyTorch custom operators, ``torch.ops.ppat.*``, for ``torch.compile``
+and autograd.
 
-Dynamo cannot trace into a call that reads a tensor's address, so each public call of ppat
-steps to its operator here while Dynamo traces it (``torch.compiler.is_compiling()``), and
-only then: an eager call goes straight to the raw bindings, without the dispatcher's cost.
+Dynamo cannot trace into a call that reads a tensor's address, and autograd does not see
+one, so each public call of ppat steps to its operator here while Dynamo traces it
+(``torch.compiler.is_compiling()``) or where an input requires grad (``_as_operator``), and
+only then: any other call goes straight to the raw bindings, without the dispatcher's cost.
 An operator's kernel is the eager call itself, on the current stream; its fake
 implementation gives the results' shapes and dtypes from the inputs', so that shapes
 propagate at trace time. A trimmed selection's length depends on the data: its fake draws
@@ -387,3 +389,255 @@ def _(x, k, dim, largest):
         raise ValueError("ppat.topk: x has at least one dimension")
     shape = (*x.shape[:-1], k)
     return _like(x, shape), _like(x, shape, torch.int64)
+
+
+# ---- Gradients -------------------------------------------------------------------------------
+#
+# Where a ppat call's result is differentiable as its torch counterpart's is, its operator
+# has a backward formula, made of torch ops and ppat's own operators (never the public calls,
+# which would read the addresses of the tensors a traced backward holds). The others raise
+# when autograd reaches them ("no autograd formula was registered"): min and max scans and
+# reductions, unique and run_length_encode, unique_by_key, reduce_by_key other than sums,
+# weighted histograms. Integer results (counts, indices, argsort) carry no gradient.
+
+
+def _differentiable(name, setup, backward):
+    torch.library.register_autograd(f"ppat::{name}", backward, setup_context=setup)
+
+
+def _sums_only(ctx, function):
+    if ctx.op != "sum":
+        raise RuntimeError(f"{function}: gradients are defined here for op='sum' only, not "
+                           f"{ctx.op!r}")
+
+
+def _reverse_cumsum(g):
+    """out[i] = g[i] + ... + g[n - 1] over a 1-d g."""
+    return g.flip(0).cumsum(0).flip(0)
+
+
+def _keep_op(position):
+    def setup(ctx, inputs, output):
+        ctx.op = inputs[position]
+        ctx.shape = inputs[0].shape
+
+    return setup
+
+
+def _inclusive_scan_backward(ctx, g):
+    _sums_only(ctx, "ppat.inclusive_scan")
+    return _reverse_cumsum(g.reshape(-1)).reshape(ctx.shape), None
+
+
+def _exclusive_scan_backward(ctx, g):
+    # out[i] takes x[j] for every j < i: x[j]'s gradient is the sum of g after j.
+    _sums_only(ctx, "ppat.exclusive_scan")
+    through = _reverse_cumsum(g.reshape(-1))
+    after = torch.zeros_like(through)
+    after[:-1] = through[1:]
+    return after.reshape(ctx.shape), None, None
+
+
+_differentiable("inclusive_scan", _keep_op(1), _inclusive_scan_backward)
+_differentiable("exclusive_scan", _keep_op(2), _exclusive_scan_backward)
+
+
+def _keep_keys_and_op(position):
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.op = inputs[position]
+
+    return setup
+
+
+def _inclusive_scan_by_key_backward(ctx, g):
+    # Within each run of equal keys, the sum of g from the item to the run's end: the same
+    # scan over the reversed keys and g (a run reversed is a run).
+    _sums_only(ctx, "ppat.inclusive_scan_by_key")
+    (keys,) = ctx.saved_tensors
+    scanned = torch.ops.ppat.inclusive_scan_by_key(keys.flip(0), g.flip(0), "sum")
+    return None, scanned.flip(0), None
+
+
+def _exclusive_scan_by_key_backward(ctx, g):
+    _sums_only(ctx, "ppat.exclusive_scan_by_key")
+    (keys,) = ctx.saved_tensors
+    scanned = torch.ops.ppat.exclusive_scan_by_key(keys.flip(0), g.flip(0), 0, "sum")
+    return None, scanned.flip(0), None, None
+
+
+_differentiable("inclusive_scan_by_key", _keep_keys_and_op(2), _inclusive_scan_by_key_backward)
+_differentiable("exclusive_scan_by_key", _keep_keys_and_op(3), _exclusive_scan_by_key_backward)
+
+
+def _reduce_backward(ctx, g):
+    _sums_only(ctx, "ppat.reduce")
+    return g.expand(ctx.shape), None, None
+
+
+_differentiable("reduce", _keep_op(2), _reduce_backward)
+
+
+def _segment_reduce_setup(ctx, inputs, output):
+    x, offsets, op, init = inputs
+    ctx.save_for_backward(offsets)
+    ctx.op = op
+    ctx.items = x.shape[0]
+
+
+def _segment_reduce_backward(ctx, g):
+    # Item k's gradient is the sum of g over the segments that hold it: g[i] added at segment
+    # i's begin and taken away at its end, then summed up to k in double (no cancellation
+    # worth the name). Segments that are no range (a negative begin, an end before the begin
+    # or past the items) read as empty and get none.
+    _sums_only(ctx, "ppat.segment_reduce")
+    (offsets,) = ctx.saved_tensors
+    begins, ends = offsets[:-1].long(), offsets[1:].long()
+    valid = (begins >= 0) & (begins <= ends) & (ends <= ctx.items)
+    weights = torch.where(valid, g.double(), 0.0)
+    steps = g.new_zeros(ctx.items + 1, dtype=torch.float64)
+    steps = steps.index_add(0, torch.where(valid, begins, 0), weights)
+    steps = steps.index_add(0, torch.where(valid, ends, 0), -weights)
+    return steps.cumsum(0)[:-1].to(g.dtype), None, None, None
+
+
+_differentiable("segment_reduce", _segment_reduce_setup, _segment_reduce_backward)
+
+
+def _no_state(ctx, inputs, output):
+    pass
+
+
+def _permute_setup(ctx, inputs, output):
+    x, axes = inputs
+    rank = x.dim()
+    ctx.inverse = [0] * rank
+    for place, axis in enumerate(axes):
+        ctx.inverse[axis + rank if axis < 0 else axis] = place
+
+
+_differentiable("transpose", _no_state, lambda ctx, g: (g.transpose(-2, -1),))
+_differentiable("permute", _permute_setup, lambda ctx, g: (g.permute(ctx.inverse), None))
+
+
+# Selections: each kept item's gradient goes back to its place; masked_scatter takes the
+# gradients in order, as many as the mask keeps (an untrimmed buffer's tail is never read).
+
+
+def _keep_mask(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1] != 0)
+
+
+def _kept_backward(ctx, g, *unused):
+    (mask,) = ctx.saved_tensors
+    return torch.zeros_like(mask, dtype=g.dtype).masked_scatter(mask, g), None
+
+
+_differentiable("select", _keep_mask, _kept_backward)
+_differentiable("select_untrimmed", _keep_mask, _kept_backward)
+
+_COMPARISONS = {"<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge, "==": torch.eq,
+                "!=": torch.ne}
+
+
+def _keep_comparison(ctx, inputs, output):
+    x, compare, value = inputs
+    ctx.save_for_backward(_COMPARISONS[compare](x, value))
+
+
+def _compared_backward(ctx, g, *unused):
+    return _kept_backward(ctx, g)[0], None, None
+
+
+def _partition_backward(ctx, g, unused):
+    # The kept items' gradients are g's first ones in order, the others' its last ones in
+    # order: the first ones of g reversed, taken by the reversed array's rejected items.
+    (kept,) = ctx.saved_tensors
+    first = torch.zeros_like(g).masked_scatter(kept, g)
+    last = torch.zeros_like(g).masked_scatter(~kept.flip(0), g.flip(0)).flip(0)
+    return torch.where(kept, first, last), None, None
+
+
+_differentiable("select_if", _keep_comparison, _compared_backward)
+_differentiable("select_if_untrimmed", _keep_comparison, _compared_backward)
+_differentiable("partition", _keep_comparison, _partition_backward)
+
+
+def _reduce_by_key_setup(ctx, inputs, output):
+    keys, values, op = inputs
+    ctx.save_for_backward(keys)
+    ctx.op = op
+
+
+def _reduce_by_key_backward(ctx, g, *unused):
+    # Each value's gradient is its run's: the run of item k is the count of run heads up to k.
+    _sums_only(ctx, "ppat.reduce_by_key")
+    (keys,) = ctx.saved_tensors
+    heads = torch.ones_like(keys, dtype=torch.int64)
+    heads[1:] = keys[1:] != keys[:-1]
+    return None, g[heads.cumsum(0) - 1], None
+
+
+_differentiable("reduce_by_key", _reduce_by_key_setup, _reduce_by_key_backward)
+_differentiable("reduce_by_key_untrimmed", _reduce_by_key_setup, _reduce_by_key_backward)
+
+
+# Sorts: the gradient of the item sorted to place p is g[p]; the places come from sorting
+# positions along with the keys, exactly as the forward call ordered them (stable, the same
+# bits), and scatter the gradients back.
+
+
+def _sort_setup(ctx, inputs, output):
+    x, descending, dim, begin_bit, end_bit = inputs
+    ctx.save_for_backward(x)
+    ctx.order = (descending, dim, begin_bit, end_bit)
+
+
+def _places(keys, descending, begin_bit, end_bit):
+    positions = torch.arange(keys.shape[0], device=keys.device)
+    return torch.ops.ppat.sort_pairs(keys, positions, descending, begin_bit, end_bit)[1]
+
+
+def _sort_backward(ctx, g):
+    (x,) = ctx.saved_tensors
+    descending, dim, begin_bit, end_bit = ctx.order
+    if x.dim() == 1:
+        places = _places(x, descending, begin_bit, end_bit)
+    else:
+        places = torch.ops.ppat.argsort(x, descending, dim)
+    return torch.zeros_like(g).scatter(-1, places, g), None, None, None, None
+
+
+_differentiable("sort", _sort_setup, _sort_backward)
+
+
+def _sort_pairs_setup(ctx, inputs, output):
+    keys, values, descending, begin_bit, end_bit = inputs
+    ctx.save_for_backward(keys)
+    ctx.order = (descending, begin_bit, end_bit)
+
+
+def _sort_pairs_backward(ctx, g_keys, g_values):
+    (keys,) = ctx.saved_tensors
+    places = _places(keys, *ctx.order)
+    grads = [torch.zeros_like(g).scatter(0, places, g) if wanted else None
+             for g, wanted in zip((g_keys, g_values), ctx.needs_input_grad)]
+    return grads[0], grads[1], None, None, None
+
+
+_differentiable("sort_pairs", _sort_pairs_setup, _sort_pairs_backward)
+
+
+def _topk_setup(ctx, inputs, output):
+    x = inputs[0]
+    ctx.save_for_backward(output[1])
+    ctx.shape = x.shape
+
+
+def _topk_backward(ctx, g_values, g_indices):
+    (indices,) = ctx.saved_tensors
+    grad = g_values.new_zeros(ctx.shape).scatter(-1, indices, g_values)
+    return grad, None, None, None
+
+
+_differentiable("topk", _topk_setup, _topk_backward)
