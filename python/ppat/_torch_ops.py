@@ -396,9 +396,9 @@ def _(x, k, dim, largest):
 # Where a ppat call's result is differentiable as its torch counterpart's is, its operator
 # has a backward formula, made of torch ops and ppat's own operators (never the public calls,
 # which would read the addresses of the tensors a traced backward holds). The others raise
-# when autograd reaches them ("no autograd formula was registered"): min and max scans and
-# reductions, unique and run_length_encode, unique_by_key, reduce_by_key other than sums,
-# weighted histograms. Integer results (counts, indices, argsort) carry no gradient.
+# when autograd reaches them ("no autograd formula was registered", or the op named): min
+# and max scans, reduce_by_key other than sums, weighted histograms. Integer results
+# (counts, indices, argsort) carry no gradient.
 
 
 def _differentiable(name, setup, backward):
@@ -470,12 +470,25 @@ _differentiable("inclusive_scan_by_key", _keep_keys_and_op(2), _inclusive_scan_b
 _differentiable("exclusive_scan_by_key", _keep_keys_and_op(3), _exclusive_scan_by_key_backward)
 
 
+def _reduce_setup(ctx, inputs, output):
+    x, init, op = inputs
+    ctx.op = op
+    ctx.shape = x.shape
+    if op != "sum":
+        ctx.save_for_backward(x, output)
+
+
 def _reduce_backward(ctx, g):
-    _sums_only(ctx, "ppat.reduce")
-    return g.expand(ctx.shape), None, None
+    if ctx.op == "sum":
+        return g.expand(ctx.shape), None, None
+    # As torch.amax and torch.amin: the gradient spread evenly over the items equal to the
+    # result (NaN where the result is NaN); none where init alone is the result.
+    x, result = ctx.saved_tensors
+    extreme = (x == result) | (x.isnan() & result.isnan())
+    return extreme * (g / extreme.sum().clamp(min=1)), None, None
 
 
-_differentiable("reduce", _keep_op(2), _reduce_backward)
+_differentiable("reduce", _reduce_setup, _reduce_backward)
 
 
 def _segment_reduce_setup(ctx, inputs, output):
@@ -580,6 +593,35 @@ def _reduce_by_key_backward(ctx, g, *unused):
 
 _differentiable("reduce_by_key", _reduce_by_key_setup, _reduce_by_key_backward)
 _differentiable("reduce_by_key_untrimmed", _reduce_by_key_setup, _reduce_by_key_backward)
+
+
+# unique, run_length_encode and unique_by_key copy the first item of each run: the run heads
+# take the gradients in order. Heads as the calls find them: an item unequal to the one
+# before (floats: -0.0 equals +0.0, a NaN equals nothing).
+
+
+def _heads(items):
+    first = torch.ones_like(items[:1], dtype=torch.bool)
+    return torch.cat([first, items[1:] != items[:-1]])
+
+
+def _keep_heads(ctx, inputs, output):
+    ctx.save_for_backward(_heads(inputs[0]))
+
+
+def _heads_backward(ctx, g, *unused):
+    (heads,) = ctx.saved_tensors
+    return torch.zeros_like(heads, dtype=g.dtype).masked_scatter(heads, g)
+
+
+def _values_at_heads_backward(ctx, g_keys, g_values, *unused):
+    return None, _heads_backward(ctx, g_values)
+
+
+for _name in ("unique", "unique_untrimmed", "run_length_encode", "run_length_encode_untrimmed"):
+    _differentiable(_name, _keep_heads, _heads_backward)
+for _name in ("unique_by_key", "unique_by_key_untrimmed"):
+    _differentiable(_name, _keep_heads, _values_at_heads_backward)
 
 
 # Sorts: the gradient of the item sorted to place p is g[p]; the places come from sorting

@@ -59,6 +59,9 @@ def test_scans_and_sums(n):
     assert_same_gradient(lambda x: ppat.exclusive_scan(x, 7),
                          lambda x: torch.cat([x.new_full((1,), 7.0), 7 + x.cumsum(0)[:-1]]), a)
     assert_same_gradient(ppat.reduce, torch.sum, a)
+    # Ties (values repeat): the gradient spread evenly over them, as torch.amax and amin do.
+    assert_same_gradient(lambda x: ppat.reduce(x, op="max"), torch.amax, a)
+    assert_same_gradient(lambda x: ppat.reduce(x, op="min"), torch.amin, a)
 
 
 def test_scans_by_key():
@@ -99,6 +102,21 @@ def test_segment_reduce_and_reduce_by_key():
         lambda x: ppat.reduce_by_key(keys, x)[1],
         lambda x: torch.zeros(int(inverse[-1]) + 1, dtype=x.dtype,
                               device="cuda").index_add(0, inverse, x), a)
+
+
+def heads(items):
+    return torch.cat([torch.ones(1, dtype=torch.bool, device="cuda"), items[1:] != items[:-1]])
+
+
+def test_copies_of_run_heads():
+    a = np.sort(rng.integers(-300, 300, 20000)).astype(np.float64)
+    a[rng.random(a.size) < 0.1] = 0.0
+    a[rng.random(a.size) < 0.05] = -0.0  # equal to +0.0: no run starts between them
+    assert_same_gradient(ppat.unique, lambda x: x[heads(x)], a)
+    assert_same_gradient(lambda x: ppat.run_length_encode(x)[0], lambda x: x[heads(x)], a)
+    keys = torch.from_numpy(np.sort(rng.integers(0, 500, 20000))).cuda()
+    assert_same_gradient(lambda x: ppat.unique_by_key(keys, x)[1], lambda x: x[heads(keys)],
+                         whole_numbers(20000))
 
 
 def test_transpose_and_permute():
@@ -150,10 +168,14 @@ def test_sort_of_a_bit_range_and_pairs():
 
 def test_calls_without_a_gradient_formula_say_so():
     x = leaf(whole_numbers(1000))
-    with pytest.raises(RuntimeError, match="autograd"):
-        ppat.unique(x).sum().backward()
+    keys = torch.arange(1000, device="cuda") // 10
     with pytest.raises(RuntimeError, match="op='sum'"):
         ppat.inclusive_scan(x, "max").sum().backward()
+    with pytest.raises(RuntimeError, match="op='sum'"):
+        ppat.reduce_by_key(keys, x, "min")[1].sum().backward()
+    weights = leaf(np.abs(whole_numbers(1000)))
+    with pytest.raises(RuntimeError, match="autograd"):
+        ppat.histogram_even(x.detach(), 10, -50.0, 50.0, weights=weights).sum().backward()
 
 
 def test_what_autograd_cannot_record_raises_before_it_runs():
