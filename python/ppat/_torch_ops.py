@@ -51,6 +51,14 @@ def _operator(name, schema, mutates=()):
     return register
 
 
+def _here(x):
+    """The stream a kernel passes its eager call: the current one of x's device (0 for a tensor
+    off the GPU, which the call rejects). Explicit, it keeps the call eager: while
+    torch.compiler.is_compiling() holds (torch.export sets it too), a call given no stream
+    would take its operator again, and with it this kernel."""
+    return torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0
+
+
 def _like(x, shape, dtype=None):
     return x.new_empty(shape, dtype=x.dtype if dtype is None else dtype)
 
@@ -69,22 +77,22 @@ def _data_dependent_length():
 
 @_operator("inclusive_scan", "(Tensor x, str op) -> Tensor")
 def _inclusive_scan(x, op):
-    return inclusive_scan(x, op)
+    return inclusive_scan(x, op, stream=_here(x))
 
 
 @_operator("exclusive_scan", "(Tensor x, Scalar? init, str op) -> Tensor")
 def _exclusive_scan(x, init, op):
-    return exclusive_scan(x, init, op)
+    return exclusive_scan(x, init, op, stream=_here(x))
 
 
 @_operator("inclusive_scan_by_key", "(Tensor keys, Tensor x, str op) -> Tensor")
 def _inclusive_scan_by_key(keys, x, op):
-    return inclusive_scan_by_key(keys, x, op)
+    return inclusive_scan_by_key(keys, x, op, stream=_here(keys))
 
 
 @_operator("exclusive_scan_by_key", "(Tensor keys, Tensor x, Scalar? init, str op) -> Tensor")
 def _exclusive_scan_by_key(keys, x, init, op):
-    return exclusive_scan_by_key(keys, x, init, op)
+    return exclusive_scan_by_key(keys, x, init, op, stream=_here(keys))
 
 
 @_inclusive_scan.register_fake
@@ -109,7 +117,7 @@ def _(keys, x, init, op):
 
 @_operator("reduce", "(Tensor x, Scalar? init, str op) -> Tensor")
 def _reduce(x, init, op):
-    return reduce(x, init, op)
+    return reduce(x, init, op, stream=_here(x))
 
 
 @_reduce.register_fake
@@ -119,7 +127,7 @@ def _(x, init, op):
 
 @_operator("segment_reduce", "(Tensor x, Tensor offsets, str op, Scalar? init) -> Tensor")
 def _segment_reduce(x, offsets, op, init):
-    return segment_reduce(x, offsets, op, init=init)
+    return segment_reduce(x, offsets, op, init=init, stream=_here(x))
 
 
 @_segment_reduce.register_fake
@@ -145,7 +153,7 @@ def _counts_dtype(counts, weights, function):
            "(Tensor x, SymInt bins, Scalar lower, Scalar upper, Tensor? weights, "
            "ScalarType? dtype) -> Tensor")
 def _histogram_even(x, bins, lower, upper, weights, dtype):
-    return histogram_even(x, bins, lower, upper, weights=weights, dtype=dtype)
+    return histogram_even(x, bins, lower, upper, weights=weights, dtype=dtype, stream=_here(x))
 
 
 @_histogram_even.register_fake
@@ -155,7 +163,7 @@ def _(x, bins, lower, upper, weights, dtype):
 
 @_operator("histogram_range", "(Tensor x, Tensor levels, ScalarType? dtype) -> Tensor")
 def _histogram_range(x, levels, dtype):
-    return histogram_range(x, levels, dtype=dtype)
+    return histogram_range(x, levels, dtype=dtype, stream=_here(x))
 
 
 @_histogram_range.register_fake
@@ -170,7 +178,7 @@ def _(x, levels, dtype):
 
 @_operator("transpose", "(Tensor x) -> Tensor")
 def _transpose(x):
-    return transpose(x)
+    return transpose(x, stream=_here(x))
 
 
 @_transpose.register_fake
@@ -182,7 +190,7 @@ def _(x):
 
 @_operator("transpose_inplace", "(Tensor(a!) x) -> ()", mutates=("x",))
 def _transpose_inplace(x):
-    transpose_inplace(x)
+    transpose_inplace(x, stream=_here(x))
 
 
 @_transpose_inplace.register_fake
@@ -194,7 +202,7 @@ def _(x):
 
 @_operator("permute", "(Tensor x, int[] axes) -> Tensor")
 def _permute(x, axes):
-    return permute(x, axes)
+    return permute(x, axes, stream=_here(x))
 
 
 @_permute.register_fake
@@ -211,7 +219,7 @@ def _(x, axes):
 
 @_operator("select", "(Tensor x, Tensor mask) -> Tensor")
 def _select(x, mask):
-    return select(x, mask)
+    return select(x, mask, stream=_here(x))
 
 
 @_select.register_fake
@@ -221,7 +229,7 @@ def _(x, mask):
 
 @_operator("select_untrimmed", "(Tensor x, Tensor mask) -> (Tensor, Tensor)")
 def _select_untrimmed(x, mask):
-    return select(x, mask, trim=False)
+    return select(x, mask, trim=False, stream=_here(x))
 
 
 @_select_untrimmed.register_fake
@@ -231,7 +239,7 @@ def _(x, mask):
 
 @_operator("select_if", "(Tensor x, str compare, Scalar value) -> Tensor")
 def _select_if(x, compare, value):
-    return select_if(x, compare, value)
+    return select_if(x, compare, value, stream=_here(x))
 
 
 @_select_if.register_fake
@@ -241,7 +249,7 @@ def _(x, compare, value):
 
 @_operator("select_if_untrimmed", "(Tensor x, str compare, Scalar value) -> (Tensor, Tensor)")
 def _select_if_untrimmed(x, compare, value):
-    return select_if(x, compare, value, trim=False)
+    return select_if(x, compare, value, trim=False, stream=_here(x))
 
 
 @_select_if_untrimmed.register_fake
@@ -251,7 +259,7 @@ def _(x, compare, value):
 
 @_operator("partition", "(Tensor x, str compare, Scalar value) -> (Tensor, Tensor)")
 def _partition(x, compare, value):
-    return partition(x, compare, value)
+    return partition(x, compare, value, stream=_here(x))
 
 
 @_partition.register_fake
@@ -261,7 +269,7 @@ def _(x, compare, value):
 
 @_operator("unique", "(Tensor x) -> Tensor")
 def _unique(x):
-    return unique(x)
+    return unique(x, stream=_here(x))
 
 
 @_unique.register_fake
@@ -271,7 +279,7 @@ def _(x):
 
 @_operator("unique_untrimmed", "(Tensor x) -> (Tensor, Tensor)")
 def _unique_untrimmed(x):
-    return unique(x, trim=False)
+    return unique(x, trim=False, stream=_here(x))
 
 
 @_unique_untrimmed.register_fake
@@ -281,7 +289,7 @@ def _(x):
 
 @_operator("run_length_encode", "(Tensor x) -> (Tensor, Tensor)")
 def _run_length_encode(x):
-    return run_length_encode(x)
+    return run_length_encode(x, stream=_here(x))
 
 
 @_run_length_encode.register_fake
@@ -292,7 +300,7 @@ def _(x):
 
 @_operator("run_length_encode_untrimmed", "(Tensor x) -> (Tensor, Tensor, Tensor)")
 def _run_length_encode_untrimmed(x):
-    return run_length_encode(x, trim=False)
+    return run_length_encode(x, trim=False, stream=_here(x))
 
 
 @_run_length_encode_untrimmed.register_fake
@@ -302,7 +310,7 @@ def _(x):
 
 @_operator("unique_by_key", "(Tensor keys, Tensor values) -> (Tensor, Tensor)")
 def _unique_by_key(keys, values):
-    return unique_by_key(keys, values)
+    return unique_by_key(keys, values, stream=_here(keys))
 
 
 @_unique_by_key.register_fake
@@ -313,7 +321,7 @@ def _(keys, values):
 
 @_operator("unique_by_key_untrimmed", "(Tensor keys, Tensor values) -> (Tensor, Tensor, Tensor)")
 def _unique_by_key_untrimmed(keys, values):
-    return unique_by_key(keys, values, trim=False)
+    return unique_by_key(keys, values, trim=False, stream=_here(keys))
 
 
 @_unique_by_key_untrimmed.register_fake
@@ -323,7 +331,7 @@ def _(keys, values):
 
 @_operator("reduce_by_key", "(Tensor keys, Tensor values, str op) -> (Tensor, Tensor)")
 def _reduce_by_key(keys, values, op):
-    return reduce_by_key(keys, values, op)
+    return reduce_by_key(keys, values, op, stream=_here(keys))
 
 
 @_reduce_by_key.register_fake
@@ -335,7 +343,7 @@ def _(keys, values, op):
 @_operator("reduce_by_key_untrimmed",
            "(Tensor keys, Tensor values, str op) -> (Tensor, Tensor, Tensor)")
 def _reduce_by_key_untrimmed(keys, values, op):
-    return reduce_by_key(keys, values, op, trim=False)
+    return reduce_by_key(keys, values, op, trim=False, stream=_here(keys))
 
 
 @_reduce_by_key_untrimmed.register_fake
@@ -348,7 +356,7 @@ def _(keys, values, op):
 
 @_operator("sort", "(Tensor x, bool descending, int dim, int begin_bit, int? end_bit) -> Tensor")
 def _sort(x, descending, dim, begin_bit, end_bit):
-    return sort(x, descending, dim=dim, begin_bit=begin_bit, end_bit=end_bit)
+    return sort(x, descending, dim=dim, begin_bit=begin_bit, end_bit=end_bit, stream=_here(x))
 
 
 @_sort.register_fake
@@ -358,7 +366,7 @@ def _(x, descending, dim, begin_bit, end_bit):
 
 @_operator("argsort", "(Tensor x, bool descending, int dim) -> Tensor")
 def _argsort(x, descending, dim):
-    return argsort(x, descending, dim=dim)
+    return argsort(x, descending, dim=dim, stream=_here(x))
 
 
 @_argsort.register_fake
@@ -370,7 +378,8 @@ def _(x, descending, dim):
            "(Tensor keys, Tensor values, bool descending, int begin_bit, int? end_bit) "
            "-> (Tensor, Tensor)")
 def _sort_pairs(keys, values, descending, begin_bit, end_bit):
-    return sort_pairs(keys, values, descending, begin_bit=begin_bit, end_bit=end_bit)
+    return sort_pairs(keys, values, descending, begin_bit=begin_bit, end_bit=end_bit,
+                      stream=_here(keys))
 
 
 @_sort_pairs.register_fake
@@ -380,7 +389,7 @@ def _(keys, values, descending, begin_bit, end_bit):
 
 @_operator("topk", "(Tensor x, SymInt k, int dim, bool largest) -> (Tensor, Tensor)")
 def _topk(x, k, dim, largest):
-    return tuple(topk(x, k, dim, largest))
+    return tuple(topk(x, k, dim, largest, stream=_here(x)))
 
 
 @_topk.register_fake
