@@ -199,3 +199,22 @@ def test_compiled_under_cuda_graphs():
         np.testing.assert_array_equal(scanned.cpu().numpy(), np.cumsum(np.sort(a)))
         np.testing.assert_array_equal(counts.cpu().numpy(),
                                       np.bincount((a + 1000) * 16 // 2000, minlength=16))
+
+
+@pytest.mark.skipif(not hasattr(torch.compiler, "_is_compiling_flag"),
+                    reason="this torch keeps no compiling flag")
+def test_eager_tensors_while_the_compiling_flag_is_set():
+    # torch.export sets the flag behind torch.compiler.is_compiling(), and so do some
+    # programs: ppat's calls then take their operators, whose kernels must run the eager
+    # call (not the operator again).
+    a = fresh_floats(5000)
+    x = on_device(a)
+    flag = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        ordered = ppat.sort(x)
+        kept = ppat.select_if(x, ">", 0)
+    finally:
+        torch.compiler._is_compiling_flag = flag
+    np.testing.assert_array_equal(ordered.cpu().numpy(), np.sort(a))
+    np.testing.assert_array_equal(kept.cpu().numpy(), a[a > 0])
