@@ -218,3 +218,16 @@ def test_eager_tensors_while_the_compiling_flag_is_set():
         torch.compiler._is_compiling_flag = flag
     np.testing.assert_array_equal(ordered.cpu().numpy(), np.sort(a))
     np.testing.assert_array_equal(kept.cpu().numpy(), a[a > 0])
+
+
+def test_exported_program_holds_the_operators():
+    class Pipeline(torch.nn.Module):
+        def forward(self, x):
+            return ppat.inclusive_scan(ppat.sort(x)), ppat.topk(x, 3).indices
+
+    a = rng.integers(-1000, 1000, 4097).astype(np.int64)
+    x = on_device(a)
+    program = torch.export.export(Pipeline(), (x,))
+    targets = {str(node.target) for node in program.graph.nodes}
+    assert {"ppat.sort.default", "ppat.inclusive_scan.default", "ppat.topk.default"} <= targets
+    assert_same(program.module()(x), Pipeline()(x))
