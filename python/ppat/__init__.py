@@ -490,18 +490,7 @@ def argsort(x: Array, descending: bool = False, *, dim: int = -1, out: Optional[
     _require_dtype(a, _SORT_KEYS, function, "x")
     cols = _last_dim(a, dim, function)
     indices = _output(out, a, a.shape, "int64", function, "out")
-    sorted_keys = _empty(a, a.shape, a.dtype)
-    # One array of up to 2^32 keys sorts 4-byte positions, widened at the end (sorts.cu).
-    if cols == a.size and a.size <= 1 << 32:
-        positions = _empty(a, a.shape, "int32")
-        sorted_positions = _empty(a, a.shape, "int32").ptr
-        position_bytes = 4
-    else:
-        positions = _empty(a, a.shape, "int64")
-        sorted_positions = 0
-        position_bytes = 8
-    _ppat.argsort(a.ptr, sorted_keys.ptr, positions.ptr, sorted_positions, indices.ptr,
-                  position_bytes, a.size, cols, a.dtype, bool(descending), a.device,
+    _ppat.argsort(a.ptr, indices.ptr, a.size, cols, a.dtype, bool(descending), a.device,
                   _stream(stream, a))
     return indices.obj
 

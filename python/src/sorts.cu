@@ -74,48 +74,74 @@ void sort(std::uintptr_t keys_in, std::uintptr_t keys_out, std::uintptr_t values
   });
 }
 
-// argsort: the keys sorted carrying each one's position in its row, written here first. One
-// array of at most 2^32 keys carries 4-byte positions, widened to int64 at the end: a sort
-// carrying 4-byte values moves a third fewer bytes a pass than one carrying 8. Rows of a
-// matrix (and larger arrays) carry int64 positions straight to `indices`.
-void argsort(std::uintptr_t keys_in, std::uintptr_t keys_out, std::uintptr_t positions,
-             std::uintptr_t sorted_positions, std::uintptr_t indices, std::size_t position_bytes,
-             std::size_t n, std::size_t cols, const std::string& key_dtype, bool descending,
-             int device, std::uintptr_t stream) {
-  const bool narrow = position_bytes == 4;
-  if (narrow ? cols != n || n > (std::size_t(1) << 32) : position_bytes != 8) {
-    throw nb::value_error(
-        "ppat.argsort: 4-byte positions for one array of up to 2^32 keys, "
-        "8-byte ones otherwise");
+// Scratch memory of a call, from ppat's pool in the order of the call's stream (the current
+// device's): freed in that order too, so that it outlives the work queued on it whatever
+// the stream, and graph capture takes both as nodes.
+class stream_scratch_bytes {
+ public:
+  stream_scratch_bytes(std::size_t bytes, cudaStream_t stream, const char* function)
+      : stream_(stream) {
+    if (bytes == 0) return;
+    int device = 0;
+    cudaError_t status = cudaGetDevice(&device);
+    if (status == cudaSuccess)
+      status = cudaMallocFromPoolAsync(&data_, bytes, ppat::temporary_memory_pool(device), stream);
+    if (status != cudaSuccess)
+      throw std::runtime_error(std::string(function) + ": " + cudaGetErrorString(status));
   }
+  stream_scratch_bytes(const stream_scratch_bytes&) = delete;
+  stream_scratch_bytes& operator=(const stream_scratch_bytes&) = delete;
+  ~stream_scratch_bytes() {
+    if (data_ != nullptr) (void)cudaFreeAsync(data_, stream_);
+  }
+  std::uintptr_t address() const { return reinterpret_cast<std::uintptr_t>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// argsort: the keys sorted carrying each one's position in its row, written first; the sorted
+// keys and the positions are scratch. One array of at most 2^32 keys carries 4-byte
+// positions, widened to int64 at the end: a sort carrying 4-byte values moves a third fewer
+// bytes a pass than one carrying 8. Rows of a matrix (and larger arrays) carry int64
+// positions straight to `indices`.
+void argsort(std::uintptr_t keys_in, std::uintptr_t indices, std::size_t n, std::size_t cols,
+             const std::string& key_dtype, bool descending, int device, std::uintptr_t stream) {
+  const bool narrow = cols == n && n <= (std::size_t(1) << 32);
+  const std::size_t position_bytes = narrow ? 4 : 8;
   const cudaStream_t s = as_stream(stream);
   with_dtype<PPAT_PYTHON_SORT_KEYS>(key_dtype, "ppat.argsort", [&](auto tag) {
     using K = typename decltype(tag)::type;
-    const sort_request request{keys_in,
-                               keys_out,
-                               positions,
-                               narrow ? sorted_positions : indices,
-                               n,
-                               cols,
-                               position_bytes,
-                               descending ? ppat::order::descending : ppat::order::ascending,
-                               0,
-                               int(8 * sizeof(K)),
-                               s};
     on_device(device, [&] {
       if (n == 0) return;
+      const stream_scratch_bytes sorted_keys(n * sizeof(K), s, "ppat.argsort");
+      const stream_scratch_bytes positions(n * position_bytes, s, "ppat.argsort");
+      const stream_scratch_bytes sorted_positions(narrow ? n * 4 : 0, s, "ppat.argsort");
+      const sort_request request{keys_in,
+                                 sorted_keys.address(),
+                                 positions.address(),
+                                 narrow ? sorted_positions.address() : indices,
+                                 n,
+                                 cols,
+                                 position_bytes,
+                                 descending ? ppat::order::descending : ppat::order::ascending,
+                                 0,
+                                 int(8 * sizeof(K)),
+                                 s};
       if (narrow) {
-        count_up<<<count_blocks(n), count_threads, 0, s>>>(address<std::uint32_t>(positions), n,
-                                                           cols);
+        count_up<<<count_blocks(n), count_threads, 0, s>>>(
+            address<std::uint32_t>(positions.address()), n, cols);
       } else {
-        count_up<<<count_blocks(n), count_threads, 0, s>>>(address<std::int64_t>(positions), n,
-                                                           cols);
+        count_up<<<count_blocks(n), count_threads, 0, s>>>(
+            address<std::int64_t>(positions.address()), n, cols);
       }
       raise_launch_error("ppat.argsort");
       sort_with_key<K>(request);
       if (narrow) {
         widen<<<count_blocks(n), count_threads, 0, s>>>(
-            address<const std::uint32_t>(sorted_positions), address<std::int64_t>(indices), n);
+            address<const std::uint32_t>(sorted_positions.address()),
+            address<std::int64_t>(indices), n);
         raise_launch_error("ppat.argsort");
       }
     });
@@ -148,12 +174,10 @@ void bind_sorts(nb::module_& m) {
         "stream"_a,
         "Sorts keys, or pairs with values of value_bytes bytes, whole (cols == n) or each row "
         "of cols.");
-  m.def("argsort", &argsort, "keys_in"_a, "keys_out"_a, "positions"_a, "sorted_positions"_a,
-        "indices"_a, "position_bytes"_a, "n"_a, "cols"_a, "key_dtype"_a, "descending"_a, "device"_a,
-        "stream"_a,
-        "Writes each key's int64 position in its row (of cols) to indices in the keys' stable "
-        "order. positions and sorted_positions are scratch of n 4-byte positions (one array "
-        "of up to 2^32 keys), or positions one of n 8-byte ones and sorted_positions unused.");
+  m.def("argsort", &argsort, "keys_in"_a, "indices"_a, "n"_a, "cols"_a, "key_dtype"_a,
+        "descending"_a, "device"_a, "stream"_a,
+        "Writes each key's int64 position in its row (of cols) to indices, in the keys' stable "
+        "order.");
   m.def("top_k", &top_k, "input"_a, "keys_out"_a, "indices_out"_a, "rows"_a, "cols"_a, "k"_a,
         "key_dtype"_a, "largest"_a, "device"_a, "stream"_a,
         "The k largest (or smallest) keys of each row of cols, and their int64 positions in "
