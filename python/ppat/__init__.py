@@ -664,6 +664,10 @@ def _as_operator(function, explicit, *arrays) -> bool:
     torch tensor of ``arrays`` requires grad, grad mode on). ``explicit``: ``out=`` or
     ``stream=`` was given, which only the eager call takes: traced, the call then breaks
     the graph; needing gradients, it raises."""
+    if _torch is None and "torch" in sys.modules:
+        # torch imported after ppat: its operators are registered before the first call that
+        # may need them, not by that call's _describe (too late to trace it or record it).
+        _load_torch()
     if _compiling():
         return not explicit
     for a in arrays:

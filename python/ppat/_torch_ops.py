@@ -591,13 +591,14 @@ def _reduce_by_key_setup(ctx, inputs, output):
     ctx.op = op
 
 
-def _reduce_by_key_backward(ctx, g, *unused):
-    # Each value's gradient is its run's: the run of item k is the count of run heads up to k.
+def _reduce_by_key_backward(ctx, g_keys, g_aggregates, *unused):
+    # Each value's gradient is its run's aggregate's: the run of item k is the count of run
+    # heads up to k. (The keys out are integers, with no gradient.)
     _sums_only(ctx, "ppat.reduce_by_key")
     (keys,) = ctx.saved_tensors
     heads = torch.ones_like(keys, dtype=torch.int64)
     heads[1:] = keys[1:] != keys[:-1]
-    return None, g[heads.cumsum(0) - 1], None
+    return None, g_aggregates[heads.cumsum(0) - 1], None
 
 
 _differentiable("reduce_by_key", _reduce_by_key_setup, _reduce_by_key_backward)

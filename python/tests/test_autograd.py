@@ -6,6 +6,8 @@ need their order unambiguous (sorts, top-k) have distinct values.
 """
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -200,3 +202,15 @@ def test_compiled_gradients_match_eager():
     compiled = torch.compile(loss, fullgraph=True)
     (traced,) = torch.autograd.grad(compiled(x), x)
     assert torch.equal(eager, traced)
+
+
+def test_torch_imported_after_ppat_still_records_gradients():
+    # The operators are registered at the first call once torch is imported, before that
+    # call decides its path: its gradient is not dropped.
+    program = (
+        "import ppat\n"
+        "import torch\n"
+        "x = torch.arange(1.0, 6.0, device='cuda', requires_grad=True)\n"
+        "ppat.reduce(x * x).backward()\n"
+        "assert torch.equal(x.grad, 2 * x.detach()), x.grad\n")
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=300)
