@@ -20,6 +20,7 @@ dtypes raise ``TypeError``; wrong devices, shapes, layouts and arguments raise
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
@@ -455,43 +456,65 @@ _SORT_KEYS = _NUMBERS + ("float16", "bfloat16")
 def sort(x: Array, descending: bool = False, *, dim: int = -1, begin_bit: int = 0,
          end_bit: Optional[int] = None, out: Optional[Array] = None,
          stream: Stream = None) -> Array:
-    """Radix sort along the last dimension: integers, float16, bfloat16, float32, float64.
+    """Radix sort along dimension ``dim``: integers, float16, bfloat16, float32, float64.
 
-    A 1-d array is sorted whole; each row of a matrix (each last-dimension slice of an n-d
-    array) on its own, as ``torch.sort(x, dim=-1)``. Floating point orders as numbers: -0.0
-    before +0.0, every NaN after +inf (``descending`` is the exact reverse). Bits
-    ``[begin_bit, end_bit)`` of the key's order-preserving unsigned image are sorted on (all
-    by default; 1-d arrays), fewer bits for fewer passes.
+    A 1-d array is sorted whole; each slice of an n-d array along ``dim`` (each row of a
+    matrix, by default the last dimension) on its own, as ``torch.sort(x, dim)``. Floating
+    point orders as numbers: -0.0 before +0.0, every NaN after +inf (``descending`` is the
+    exact reverse). Bits ``[begin_bit, end_bit)`` of the key's order-preserving unsigned
+    image are sorted on (all by default; 1-d arrays), fewer bits for fewer passes. Along a
+    dimension that is not the innermost in memory, the slices are gathered first and put
+    back after (:func:`permute`, a pass over the array each way).
     """
     if _as_operator("ppat.sort", out is not None or stream is not None, x):
         return _ops.sort(x, bool(descending), dim, begin_bit, end_bit)
     function = "ppat.sort"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
-    cols = _last_dim(a, dim, function)
+    along = _dimension(a, dim, function)
     end_bit = 8 * a.itemsize if end_bit is None else end_bit
     if len(a.shape) > 1 and (begin_bit, end_bit) != (0, 8 * a.itemsize):
         raise ValueError(f"{function}: a bit range sorts 1-d arrays only")
     result = _output(out, a, a.shape, a.dtype, function, "out")
-    _ppat.sort(a.ptr, result.ptr, 0, 0, a.size, cols, a.dtype, 0, bool(descending), begin_bit,
-               end_bit, a.device, _stream(stream, a))
+    s = _stream(stream, a)
+    cols = a.shape[along]
+    moves = _moves(a, along)
+    if moves is None:
+        _ppat.sort(a.ptr, result.ptr, 0, 0, a.size, cols, a.dtype, 0, bool(descending),
+                   begin_bit, end_bit, a.device, s)
+        return result.obj
+    with _scratch_on(a, stream, s):
+        moved = _moved(a, moves, s)
+        _ppat.sort(moved.ptr, moved.ptr, 0, 0, a.size, cols, a.dtype, 0, bool(descending), 0,
+                   end_bit, a.device, s)
+    _move_back(moved, moves, result, s)
     return result.obj
 
 
 def argsort(x: Array, descending: bool = False, *, dim: int = -1, out: Optional[Array] = None,
             stream: Stream = None) -> Array:
-    """The int64 indices that sort ``x`` stably along the last dimension (equal keys keep
-    their order): positions in each row for a matrix, as ``torch.argsort(x, dim=-1,
-    stable=True)``."""
+    """The int64 indices that sort ``x`` stably along dimension ``dim`` (equal keys keep
+    their order): positions in each slice along ``dim`` (each row of a matrix, by default),
+    as ``torch.argsort(x, dim, stable=True)``. Any ``dim`` as in :func:`sort`."""
     if _as_operator("ppat.argsort", out is not None or stream is not None):
         return _ops.argsort(x, bool(descending), dim)
     function = "ppat.argsort"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
-    cols = _last_dim(a, dim, function)
+    along = _dimension(a, dim, function)
     indices = _output(out, a, a.shape, "int64", function, "out")
-    _ppat.argsort(a.ptr, indices.ptr, a.size, cols, a.dtype, bool(descending), a.device,
-                  _stream(stream, a))
+    s = _stream(stream, a)
+    cols = a.shape[along]
+    moves = _moves(a, along)
+    if moves is None:
+        _ppat.argsort(a.ptr, indices.ptr, a.size, cols, a.dtype, bool(descending), a.device, s)
+        return indices.obj
+    with _scratch_on(a, stream, s):
+        moved = _moved(a, moves, s)
+        moved_indices = _empty(a, moved.shape, "int64")
+        _ppat.argsort(moved.ptr, moved_indices.ptr, a.size, cols, a.dtype, bool(descending),
+                      a.device, s)
+    _move_back(moved_indices, moves, indices, s)
     return indices.obj
 
 
@@ -504,33 +527,51 @@ class TopK(NamedTuple):
 
 def topk(x: Array, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
          stream: Stream = None) -> TopK:
-    """The ``k`` largest (or smallest) elements along the last dimension and their int64
-    indices: ``(values, indices)``, each of the shape of ``x`` with its last extent ``k``.
+    """The ``k`` largest (or smallest) elements along dimension ``dim`` and their int64
+    indices: ``(values, indices)``, each of the shape of ``x`` with its extent along ``dim``
+    ``k``.
 
-    As ``torch.topk(x, k, dim=-1)``, and always in order (``sorted`` is accepted for
+    As ``torch.topk(x, k, dim)``, and always in order (``sorted`` is accepted for
     compatibility): ties go to the lower index, NaN ranks above +inf (largest first), all
-    NaNs as one value. Every integer and floating dtype; ``0 <= k <=`` the last extent.
+    NaNs as one value. Every integer and floating dtype; ``0 <= k <=`` the extent along
+    ``dim``. Any ``dim`` as in :func:`sort`.
     """
     if _as_operator("ppat.topk", stream is not None, x):
         return TopK(*_ops.topk(x, k, dim, bool(largest)))
     function = "ppat.topk"
     a = _describe(x, "x", function)
     _require_dtype(a, _SORT_KEYS, function, "x")
-    cols = _last_dim(a, dim, function)
+    along = _dimension(a, dim, function)
+    cols = a.shape[along]
     if isinstance(k, bool) or not isinstance(k, int):
         try:
             k = int(k.__index__())
         except AttributeError:
             raise TypeError(f"{function}: k is an integer") from None
     if not 0 <= k <= cols:
-        raise ValueError(f"{function}: k = {k} is not between 0 and the last extent {cols}")
-    shape = a.shape[:-1] + (k,)
+        raise ValueError(f"{function}: k = {k} is not between 0 and the extent {cols} along "
+                         f"dimension {along}")
+    shape = a.shape[:along] + (k,) + a.shape[along + 1:]
     values = _empty(a, shape, a.dtype)
     indices = _empty(a, shape, "int64")
     rows = a.size // cols if cols > 0 else 0
-    if k > 0 and rows > 0:
+    if k == 0 or rows == 0:
+        return TopK(values.obj, indices.obj)
+    s = _stream(stream, a)
+    moves = _moves(a, along)
+    if moves is None:
         _ppat.top_k(a.ptr, values.ptr, indices.ptr, rows, cols, k, a.dtype, bool(largest),
-                    a.device, _stream(stream, a))
+                    a.device, s)
+        return TopK(values.obj, indices.obj)
+    with _scratch_on(a, stream, s):
+        moved = _moved(a, moves, s)
+        moved_shape = moved.shape[:-1] + (k,)
+        moved_values = _empty(a, moved_shape, a.dtype)
+        moved_indices = _empty(a, moved_shape, "int64")
+        _ppat.top_k(moved.ptr, moved_values.ptr, moved_indices.ptr, rows, cols, k, a.dtype,
+                    bool(largest), a.device, s)
+    _move_back(moved_values, moves, values, s)
+    _move_back(moved_indices, moves, indices, s)
     return TopK(values.obj, indices.obj)
 
 
@@ -749,16 +790,22 @@ def _describe(x, name, function) -> _Array:
                     "PyTorch, CuPy or any DLPack producer")
 
 
+def _output_framework(like: _Array) -> str:
+    """The framework of a call's new arrays: the input's (PyTorch, or else CuPy, for other
+    DLPack producers)."""
+    if like.framework != "dlpack":
+        return like.framework
+    try:
+        _load_torch()
+        return "torch"
+    except ImportError:
+        _load_cupy()
+        return "cupy"
+
+
 def _empty(like: _Array, shape, dtype) -> _Array:
-    """A new array of the input's framework on the input's device (PyTorch, or else CuPy,
-    for other DLPack producers)."""
-    framework = like.framework
-    if framework == "dlpack":
-        try:
-            _load_torch()
-            framework = "torch"
-        except ImportError:
-            framework = "cupy"
+    """A new array of the input's framework on the input's device."""
+    framework = _output_framework(like)
     if framework == "torch":
         # Not x.new_empty: 6.0 us a call against torch.empty_like's 3.5 (issue 41). The
         # binding column of python/bench.py measures what this costs.
@@ -844,18 +891,66 @@ def _require_1d(a: _Array, function, name):
                          "(reshape(-1) for the flattened array)")
 
 
-def _last_dim(a: _Array, dim, function) -> int:
-    """The extent of the last dimension, the one the call works along (``dim`` must name
-    it); 1-d arrays are one row."""
+def _dimension(a: _Array, dim, function) -> int:
+    """``dim`` as an index into the shape (negative dims count from the end); 1-d arrays
+    are one row."""
     rank = len(a.shape)
     if rank == 0:
         raise ValueError(f"{function}: x has at least one dimension")
     if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
         raise ValueError(f"{function}: dim = {dim!r} is not a dimension of x (shape {a.shape})")
-    if dim % rank != rank - 1:
-        raise ValueError(f"{function}: works along the last dimension (dim=-1); move dimension "
-                         f"{dim} there with x.movedim({dim}, -1).contiguous()")
-    return a.shape[-1]
+    return dim % rank
+
+
+# ---- Along a dimension other than the last --------------------------------------------------
+#
+# The sorts and top-k work on rows, consecutive in memory. Along another dimension, the call
+# gathers the slices into rows (ppat.permute, the dimension moved last), works on them there,
+# and permutes the results back into the outputs: a pass over the array each way.
+
+
+class _Moves(NamedTuple):
+    forward: list  # the axes that put the dimension last
+    back: list  # the axes that put it back
+
+
+def _moves(a: _Array, along: int) -> Optional[_Moves]:
+    """How to bring dimension ``along`` last and back; None where its slices are rows in
+    memory already (every extent after it is 1) or the array is empty."""
+    rank = len(a.shape)
+    if a.size == 0 or _element_count(a.shape[along + 1:]) == 1:
+        return None
+    forward = [axis for axis in range(rank) if axis != along] + [along]
+    back = list(range(along)) + [rank - 1] + list(range(along, rank - 1))
+    return _Moves(forward, back)
+
+
+def _moved(a: _Array, moves: _Moves, stream: int) -> _Array:
+    """A new array holding ``a`` with its dimension moved last."""
+    moved = _empty(a, tuple(a.shape[axis] for axis in moves.forward), a.dtype)
+    _ppat.permute(a.ptr, moved.ptr, list(a.shape), moves.forward, a.itemsize, a.device, stream)
+    return moved
+
+
+def _move_back(moved: _Array, moves: _Moves, out: _Array, stream: int):
+    _ppat.permute(moved.ptr, out.ptr, list(moved.shape), moves.back, moved.itemsize,
+                  moved.device, stream)
+
+
+def _scratch_on(like: _Array, stream, s: int):
+    """Where a call allocates its scratch arrays: on the stream it runs on, ``s``. A scratch
+    array is freed when the call returns, while its work may still be queued; the frameworks'
+    caching allocators hand a freed block on only in the order of the stream it was allocated
+    on, so that must be ``s``. The framework's current stream is ``s`` already unless
+    ``stream=`` names another."""
+    if stream is None or s == _stream(None, like):
+        return contextlib.nullcontext()
+    if _output_framework(like) == "torch":
+        return _torch.cuda.stream(_torch.cuda.ExternalStream(s, device=like.device))
+    context = contextlib.ExitStack()
+    context.enter_context(_cupy.cuda.Device(like.device))
+    context.enter_context(_cupy.cuda.ExternalStream(s))
+    return context
 
 
 def _require_same_place(a: _Array, b: _Array, function, name):

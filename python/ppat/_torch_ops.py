@@ -396,7 +396,8 @@ def _topk(x, k, dim, largest):
 def _(x, k, dim, largest):
     if x.dim() == 0:
         raise ValueError("ppat.topk: x has at least one dimension")
-    shape = (*x.shape[:-1], k)
+    shape = list(x.shape)
+    shape[dim] = k
     return _like(x, shape), _like(x, shape, torch.int64)
 
 
@@ -657,7 +658,7 @@ def _sort_backward(ctx, g):
         places = _places(x, descending, begin_bit, end_bit)
     else:
         places = torch.ops.ppat.argsort(x, descending, dim)
-    return torch.zeros_like(g).scatter(-1, places, g), None, None, None, None
+    return torch.zeros_like(g).scatter(dim, places, g), None, None, None, None
 
 
 _differentiable("sort", _sort_setup, _sort_backward)
@@ -681,14 +682,15 @@ _differentiable("sort_pairs", _sort_pairs_setup, _sort_pairs_backward)
 
 
 def _topk_setup(ctx, inputs, output):
-    x = inputs[0]
+    x, k, dim, largest = inputs
     ctx.save_for_backward(output[1])
     ctx.shape = x.shape
+    ctx.dim = dim
 
 
 def _topk_backward(ctx, g_values, g_indices):
     (indices,) = ctx.saved_tensors
-    grad = g_values.new_zeros(ctx.shape).scatter(-1, indices, g_values)
+    grad = g_values.new_zeros(ctx.shape).scatter(ctx.dim, indices, g_values)
     return grad, None, None, None
 
 

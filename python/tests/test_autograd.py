@@ -151,6 +151,15 @@ def test_sorts_and_topk(shape, descending):
                          lambda x: torch.topk(x, 9, largest=not descending)[0], a)
 
 
+def test_sorts_and_topk_along_other_dimensions():
+    a = distinct(300, 4, 40)
+    for dim in (0, 1):
+        assert_same_gradient(lambda x: ppat.sort(x, True, dim=dim),
+                             lambda x: torch.sort(x, dim, descending=True, stable=True)[0], a)
+        assert_same_gradient(lambda x: ppat.topk(x, 3, dim)[0],
+                             lambda x: torch.topk(x, 3, dim)[0], a)
+
+
 def test_sort_of_a_bit_range_and_pairs():
     # Ties under the bit range: the stable order decides, as in the forward call.
     keys = rng.integers(0, 1 << 12, 30000).astype(np.int32)

@@ -56,7 +56,7 @@ OPCHECK_CASES = [
     "reduce", "segment_reduce", "histogram_even", "histogram_even weighted", "histogram_range",
     "transpose", "transpose_inplace", "permute", "select_untrimmed", "select_if_untrimmed",
     "partition", "unique_untrimmed", "run_length_encode_untrimmed", "unique_by_key_untrimmed",
-    "reduce_by_key_untrimmed", "sort", "sort bits", "argsort", "sort_pairs", "topk",
+    "reduce_by_key_untrimmed", "sort", "sort bits", "argsort", "sort_pairs", "topk", "topk dim0",
 ]
 
 
@@ -91,6 +91,7 @@ def opcheck_arguments(case):
         "argsort": (x.view(50, 100), False, -1),
         "sort_pairs": (x, ints, False, 0, None),
         "topk": (x.view(50, 100), 7, -1, True),
+        "topk dim0": (x.view(50, 100), 7, 0, False),
     }[case]
 
 
@@ -124,7 +125,9 @@ def test_rows_topk_argsort_and_permute_compile_without_a_break():
     def rows(x):
         values, indices = ppat.topk(x, 5)
         order = ppat.argsort(x, descending=True)
-        return values * 2, indices, order, ppat.transpose(x), ppat.permute(x, (1, 0))
+        bottom, bottom_indices = ppat.topk(x, 3, 0, largest=False)
+        return (values * 2, indices, order, ppat.transpose(x), ppat.permute(x, (1, 0)),
+                ppat.sort(x, dim=0), bottom, bottom_indices)
 
     a = fresh_floats(37 * 1000).reshape(37, 1000)
     x = on_device(a)
@@ -134,6 +137,9 @@ def test_rows_topk_argsort_and_permute_compile_without_a_break():
     reference = np.argsort(-a, axis=1, kind="stable")
     np.testing.assert_array_equal(eager[2].cpu().numpy(), reference)
     np.testing.assert_array_equal(eager[1].cpu().numpy(), reference[:, :5])
+    np.testing.assert_array_equal(eager[5].cpu().numpy(), np.sort(a, axis=0))
+    np.testing.assert_array_equal(eager[7].cpu().numpy(),
+                                  np.argsort(a, axis=0, kind="stable")[:3])
 
 
 def test_compiled_calls_follow_new_shapes():

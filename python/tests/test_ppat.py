@@ -624,6 +624,99 @@ def test_topk(fw, dtype, shape, largest):
                                       np.take_along_axis(bits, order[..., :k], -1))
 
 
+def order_along(bits, dtype, descending, dim):
+    """The stable order of the keys (given as bits) of each slice along dim."""
+    return np.moveaxis(row_order(np.moveaxis(bits, dim, -1), dtype, descending), -1, dim)
+
+
+@pytest.mark.parametrize("fw", frameworks)
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "uint64", "float16", "bfloat16",
+                                   "float32", "float64"])
+@pytest.mark.parametrize("shape", [(5, 7, 300), (1000, 3), (4, 1, 6), (2, 3, 1), (3, 0, 4)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sorts_and_topk_along_any_dimension(fw, dtype, shape, descending):
+    # Dimensions other than the last gather their slices into rows and put the results
+    # back; those whose later extents are all 1 are rows in memory already.
+    if dtype == "bfloat16" and fw != "torch":
+        pytest.skip("CuPy has no bfloat16")
+    bits = random_keys(int(np.prod(shape)), dtype).reshape(shape)
+    d = keys_on_device(bits, dtype, fw)
+    for dim in range(-len(shape), len(shape)):
+        order = order_along(bits, dtype, descending, dim)
+        result = ppat.sort(d, descending, dim=dim)
+        assert tuple(result.shape) == shape
+        np.testing.assert_array_equal(key_bits(result), np.take_along_axis(bits, order, dim))
+        out = poisoned(shape, "int64", fw)
+        indices = ppat.argsort(d, descending, dim=dim, out=out)
+        assert indices is out
+        np.testing.assert_array_equal(host(indices), order)
+        extent = shape[dim]
+        for k in sorted({0, 1, extent // 2, extent} & set(range(extent + 1))):
+            top = ppat.topk(d, k, dim, largest=descending)
+            first = np.take(order, np.arange(k), axis=dim)
+            expected_shape = shape[:dim % len(shape)] + (k,) + shape[dim % len(shape) + 1:]
+            assert tuple(top.values.shape) == expected_shape == tuple(top.indices.shape)
+            np.testing.assert_array_equal(host(top.indices), first)
+            np.testing.assert_array_equal(key_bits(top.values),
+                                          np.take_along_axis(bits, first, dim))
+    np.testing.assert_array_equal(key_bits(d), bits)  # the input untouched
+
+
+@pytest.mark.skipif("torch" not in frameworks, reason="needs PyTorch")
+def test_along_a_dimension_on_another_stream(monkeypatch):
+    # The gathered slices are scratch arrays freed when the call returns, while its work may
+    # still wait on the side stream (held back here by a sleep). Allocated on the current
+    # stream, the next array of their size allocated there would take one of them while the
+    # side stream had yet to read it; allocated on the side stream, none does.
+    x = random_numbers(64 * 4096, "float32").reshape(64, 4096)
+    d = device(x, "torch")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+    scratch = []
+    allocate = ppat._empty
+
+    def recorded(like, shape, dtype):
+        array = allocate(like, shape, dtype)
+        scratch.append((array.ptr, shape, dtype))
+        return array
+
+    monkeypatch.setattr(ppat, "_empty", recorded)
+    results = [ppat.sort(d, dim=0, stream=side), ppat.argsort(d, True, dim=0, stream=side),
+               ppat.topk(d, 10, dim=0, stream=side)]
+    monkeypatch.undo()
+    kept = {r.data_ptr() for r in (results[0], results[1], *results[2])}
+    freed = [(ptr, shape, dtype) for ptr, shape, dtype in scratch if ptr not in kept]
+    assert freed  # the gathered keys, indices and top-k results
+    taken = [torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
+             for _, shape, dtype in freed]
+    assert not {t.data_ptr() for t in taken} & {ptr for ptr, _, _ in freed}
+    side.synchronize()
+    np.testing.assert_array_equal(host(results[0]),
+                                  np.take_along_axis(x, np.argsort(x, 0, kind="stable"), 0))
+    descending = np.argsort(-x, axis=0, kind="stable")
+    np.testing.assert_array_equal(host(results[1]), descending)
+    np.testing.assert_array_equal(host(results[2].indices), descending[:10])
+
+
+@pytest.mark.skipif("torch" not in frameworks, reason="needs PyTorch")
+def test_dimensions_match_torch():
+    x = torch.randn(300, 5, 77, device="cuda")
+    x[7, 2, 3] = float("nan")
+    x[:50, 1, 10] = 0.25  # ties, to the lower index
+    for dim in (0, 1, -1):
+        for descending in (False, True):
+            expected = torch.sort(x, dim=dim, descending=descending, stable=True)
+            assert torch.equal(ppat.argsort(x, descending, dim=dim), expected.indices)
+            assert torch.equal(ppat.sort(x, descending, dim=dim).nan_to_num(7.0),
+                               expected.values.nan_to_num(7.0))
+            top = ppat.topk(x, 4, dim, largest=descending)
+            assert torch.equal(top.indices, expected.indices.narrow(dim, 0, 4))
+            reference = torch.topk(x, 4, dim, largest=descending)
+            assert torch.equal(top.values.nan_to_num(7.0), reference.values.nan_to_num(7.0))
+
+
 @pytest.mark.skipif("torch" not in frameworks, reason="needs PyTorch")
 def test_rows_match_torch():
     x = torch.randn(64, 5000, device="cuda")
@@ -717,8 +810,10 @@ def test_bad_input(fw):
         ppat.sort(x, end_bit=33)
     with pytest.raises(ValueError, match="1-d"):
         ppat.sort(x.reshape(10, 10), end_bit=16)
-    with pytest.raises(ValueError, match="last dimension"):
-        ppat.sort(x.reshape(10, 10), dim=0)
+    with pytest.raises(ValueError, match="dimension"):
+        ppat.sort(x.reshape(10, 10), dim=2)
+    with pytest.raises(ValueError, match="dimension"):
+        ppat.topk(x.reshape(10, 10), 3, dim=-3)
     with pytest.raises(ValueError, match="dimension"):
         ppat.argsort(x, dim=1)
     with pytest.raises(ValueError, match="between"):
