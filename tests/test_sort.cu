@@ -2,8 +2,9 @@
 // values (indices, which show stability; 1-, 8- and 16-byte values), sizes from 1 past tile
 // boundaries and primes to 2^20 + 3, key spreads from uniform bits to all equal, floats
 // with NaNs of both signs and several payloads, infinities, signed zeros and denormals;
-// bit ranges; in place, on every path; streams and graph capture; the textbook rungs; more than
-// 2^29 keys (several portions a pass) and more than 2^32, checked on the device; bad arguments.
+// passes in which one digit holds every key; bit ranges; in place, on every path; streams
+// and graph capture; the textbook rungs; more than 2^29 keys (several portions a pass) and
+// more than 2^32, checked on the device; bad arguments.
 // Outputs are poisoned first and checked whole, bitwise; inputs must come back unchanged.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
@@ -477,6 +478,102 @@ TEST(sort, in_place) {
   in_place_of_type<std::uint32_t>("u32", {{0, 32}, {0, 24}, {5, 6}});
   in_place_of_type<float>("f32", {{0, 32}});
   in_place_of_type<std::uint64_t>("u64", {{0, 64}, {7, 50}});
+}
+
+// Keys that differ only in the bytes whose bits are set in `varying` (bit b: byte b), each of
+// the other bytes one random value for all: the passes of those bytes hold every key in one
+// digit, and onesweep skips them, or copies the keys where the next sort reads them.
+template <class K>
+std::vector<K> keys_varying_in_bytes(std::size_t n, unsigned varying) {
+  auto& rng = ppat_test::rng();
+  std::uniform_int_distribution<std::uint64_t> any;
+  std::uint64_t mask = 0;
+  for (int b = 0; b < int(sizeof(K)); ++b) {
+    if ((varying >> b & 1u) != 0) mask |= std::uint64_t{0xFF} << (8 * b);
+  }
+  const std::uint64_t shared = any(rng);
+  std::vector<K> keys(n);
+  for (auto& k : keys)
+    k = key_with_bits<K>((shared & ~mask) | (any(rng) & mask));
+  return keys;
+}
+
+// Onesweep's sizes, keys and pairs, into other buffers and in place, both orders: the passes
+// that move nothing at the start, between sorting passes, at the end, all of them.
+template <class K>
+void one_digit_passes_of_type(const char* type, std::initializer_list<unsigned> patterns) {
+  const std::size_t n = large_sizes[3];
+  if (ppat_test::over_item_budget(n)) return;
+  for (unsigned varying : patterns) {
+    for (ppat::order ord : orders) {
+      const std::string what = std::string(type) + " " + name(ord) + ", bytes " +
+                               std::to_string(varying) + " varying, n = " + std::to_string(n);
+      const auto keys = keys_varying_in_bytes<K>(n, varying);
+      const auto positions = draw_values<std::uint32_t>(n);
+      expect_keys_sorted(keys, ord, what);
+      expect_pairs_sorted(keys, positions, ord, what + ", index values");
+      expect_sorted_in_place(keys, std::vector<char>{}, ord, 0, 8 * sizeof(K), what);
+      expect_sorted_in_place(keys, positions, ord, 0, 8 * sizeof(K), what + ", index values");
+      // Three passes in place: the inputs are copied aside first.
+      expect_sorted_in_place(keys, positions, ord, 0, 24, what + ", bits [0, 24)");
+    }
+  }
+}
+
+// The roles onesweep's passes take (plan_pass_roles), on the host, for every count of passes,
+// every set of passes that sort and every layout of the buffers that pass_buffers makes:
+// the sorting passes apply in order, each reading the keys the passes before left, no pass
+// reads the buffer it writes, none writes the inputs, and the outputs end sorted.
+TEST(sort_plan, pass_roles_leave_the_keys_sorted_in_the_outputs) {
+  using ppat::detail::pass_action;
+  using ppat::detail::pass_buffer;
+  for (int passes = 1; passes <= 8; ++passes) {
+    // In place: the inputs are the outputs for an even count of passes, and copied to the
+    // buffers between first for an odd one.
+    const pass_buffer in_place = passes % 2 == 0 ? pass_buffer::outputs : pass_buffer::between;
+    for (const pass_buffer inputs_are : {pass_buffer::inputs, in_place}) {
+      for (unsigned moving = 0; moving < (1u << passes); ++moving) {
+        SCOPED_TRACE(std::to_string(passes) + " passes, sorting " + std::to_string(moving) +
+                     ", inputs are " + std::to_string(int(inputs_are)));
+        ppat::detail::pass_role roles[8];
+        ppat::detail::plan_pass_roles(moving, passes, inputs_are, roles);
+        const auto actual = [&](pass_buffer b) {
+          return int(b == pass_buffer::inputs ? inputs_are : b);
+        };
+        // The count of sorting passes applied to the keys each buffer holds; -1: none.
+        int applied_in[3] = {0, inputs_are == pass_buffer::outputs ? 0 : -1,
+                             inputs_are == pass_buffer::between ? 0 : -1};
+        int applied = 0;
+        for (int p = 0; p < passes; ++p) {
+          const bool sorts = (moving >> p & 1u) != 0;
+          ASSERT_EQ(roles[p].action == pass_action::sort, sorts) << "pass " << p;
+          if (roles[p].action == pass_action::skip) continue;
+          const int from = actual(sorts ? ppat::detail::read_by(p, passes) : roles[p].from);
+          const int to = actual(sorts ? ppat::detail::written_by(p, passes) : roles[p].to);
+          ASSERT_NE(from, to) << "pass " << p;
+          if (passes == 1 && inputs_are != pass_buffer::between) {  // none were allocated
+            ASSERT_NE(from, int(pass_buffer::between));
+            ASSERT_NE(to, int(pass_buffer::between));
+          }
+          ASSERT_NE(to, int(pass_buffer::inputs)) << "pass " << p;
+          ASSERT_EQ(applied_in[from], applied) << "pass " << p << " reads stale keys";
+          applied_in[to] = applied + (sorts ? 1 : 0);
+          applied += sorts ? 1 : 0;
+        }
+        EXPECT_EQ(applied_in[int(pass_buffer::outputs)], applied);
+      }
+    }
+  }
+}
+
+TEST(sort, passes_whose_keys_share_one_digit) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  // None varying, runs of passes that move nothing first, last, between and alternating.
+  one_digit_passes_of_type<std::uint32_t>("u32", {0x0, 0x1, 0x7, 0x8, 0x9, 0x6, 0x5, 0xA});
+  // int64 positions and small counts: the high bytes never vary.
+  one_digit_passes_of_type<std::int64_t>("i64", {0x00, 0x01, 0x0F, 0x80, 0xA5, 0xFE});
+  one_digit_passes_of_type<double>("f64", {0x03, 0xC0});
 }
 
 // 8- and 16-bit keys alone, more than one launch holds, are counted and the runs filled in

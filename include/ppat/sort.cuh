@@ -17,7 +17,8 @@
 //   counting.cuh    8- and 16-bit integer keys alone, by all their bits, beyond one launch:
 //                   a histogram, a scan and a fill of the runs
 //   onesweep.cuh    everything else: a digit count of every pass, then one launch a pass
-//                   (Adinets & Merrill 2022)
+//                   (Adinets & Merrill 2022), skipping the passes in which one digit holds
+//                   every key
 //
 // The last three run the same tile (sort/tile.cuh): rank the keys by digit, publish the
 // tile's digit counts, stage keys and values in digit order, learn through a look-back with

@@ -1,8 +1,10 @@
 // Large inputs: onesweep (Adinets & Merrill 2022). One kernel reads every key once and
 // counts the digits of all passes at once; its last block turns the counts into where each
-// digit's keys start in the output. Then one kernel a pass, whose tiles (sort/tile.cuh) rank
-// their keys, publish their digit counts, and learn through a look-back with a chain per
-// digit where each digit's keys go. Keys move once a pass: read once, written once.
+// digit's keys start in the output, and gives each pass its role (sort/plan.cuh): a pass in
+// which one digit holds every key is skipped. Then one kernel a pass, whose tiles
+// (sort/tile.cuh) rank their keys, publish their digit counts, and learn through a look-back
+// with a chain per digit where each digit's keys go. Keys move once a pass: read once,
+// written once.
 //
 // A published count takes 30 bits of a 32-bit word beside its 2-bit status, so a pass covers
 // at most 2^29 keys a launch: larger inputs run in portions, each portion's digit starts
@@ -63,6 +65,7 @@ struct onesweep_scratch {
   unsigned* tile_counter;      // zeroed; each launch's last tile puts it back to 0
   unsigned long long* starts;  // [pass][2][digit]: where a portion's digits start, ping-pong
   unsigned* published;         // [tile][digit] of a portion, zeroed before every launch
+  pass_role* roles;            // [pass], from the counting kernel's last block
 };
 
 // ---- Digit counts --------------------------------------------------------------------------
@@ -77,16 +80,17 @@ template <class K>
 struct digit_count_storage {
   pass_digit_counts<K> counts;
   bool last_block;
+  unsigned moving;  // bit p: pass p has keys of more than one digit
   block_sum_storage<radix / 32, unsigned long long> digit_sums;
 };
 
 // Every pass's digit counts, from one read of the keys. Each block counts in shared memory;
 // the last block to finish turns the totals into each digit's first output position, for
-// every pass.
+// every pass, and gives the passes their roles (`inputs_are` as plan_pass_roles takes it).
 template <class Tuning, class K>
 __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
-                        onesweep_scratch scratch) {
+                        pass_buffer inputs_are, onesweep_scratch scratch) {
   constexpr int threads = Tuning::threads;
   __shared__ digit_count_storage<K> storage;
   for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += threads)
@@ -108,24 +112,70 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
   if (threadIdx.x == 0) storage.last_block = last_to_finish(scratch.blocks_done, gridDim.x);
   __syncthreads();
   if (!storage.last_block) return;
+  if (threadIdx.x == 0) storage.moving = 0;
+  __syncthreads();
   for (int p = 0; p < passes.count; ++p) {
     const unsigned long long total =
         threadIdx.x < radix ? digit_total(scratch.counts, passes.count, p, threadIdx.x) : 0;
+    if (total != 0 && total != n) atomicOr(&storage.moving, 1u << p);
     const unsigned long long start = block_exclusive_sum(total, storage.digit_sums);
     if (threadIdx.x < radix) scratch.starts[std::size_t(p) * 2 * radix + threadIdx.x] = start;
   }
+  __syncthreads();
+  if (threadIdx.x == 0) plan_pass_roles(storage.moving, passes.count, inputs_are, scratch.roles);
 }
 
 // ---- One pass ------------------------------------------------------------------------------
 
+// What a pass's role takes beside its tiles (onesweep_pass, which sort from and to the
+// buffers pass_buffers gives the pass): where the role is, and what a copy reads and writes.
+// A parameter of its own: nested in one with the tiles, it cost u64/u32 pairs a spilled
+// register.
+template <class K, class V>
+struct pass_role_of {
+  const pass_role* role;
+  pass_arrays<K> keys;
+  pass_arrays<V> values;
+  std::size_t first;  // the portion's first key
+};
+
+// A pass that only moves the keys to another buffer (plan_pass_roles): each tile its own,
+// to the same places.
+template <class Shape, class T>
+__device__ __forceinline__ void copy_tile(const pass_arrays<T>& arrays, pass_role role,
+                                          std::size_t first, unsigned valid) {
+  const T* const from = arrays.from(role.from) + first;
+  T* const to = arrays.to(role.to) + first;
+  T held[Shape::items];
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned at = threadIdx.x + unsigned(i * Shape::threads);
+    if (at < valid) held[i] = from[at];
+  }
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned at = threadIdx.x + unsigned(i * Shape::threads);
+    if (at < valid) to[at] = held[i];
+  }
+}
+
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
-    onesweep_kernel(onesweep_pass<K, V> pass) {
+    onesweep_kernel(onesweep_pass<K, V> pass, pass_role_of<K, V> role_of) {
   auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
   if (threadIdx.x == 0) storage.tile = take_ticket(pass.tile_counter, pass.tiles);
-  clear_tile_storage(storage);  // while thread 0 waits for its tile
+  const pass_role role = *role_of.role;  // while thread 0 waits for its tile
+  clear_tile_storage(storage);
   __syncthreads();
-  sort_tile<Shape, false>(pass, storage.tile, storage);
+  if (role.action == pass_action::sort) {
+    sort_tile<Shape, false>(pass, storage.tile, storage);
+  } else if (role.action == pass_action::copy) {
+    const std::size_t tile_first = std::size_t(storage.tile) * Shape::tile_items;
+    const unsigned valid = unsigned(min(pass.count - tile_first, std::size_t(Shape::tile_items)));
+    copy_tile<Shape>(role_of.keys, role, role_of.first + tile_first, valid);
+    if constexpr (has_values_of<V>)
+      copy_tile<Shape>(role_of.values, role, role_of.first + tile_first, valid);
+  }
 }
 
 // ---- The sort --------------------------------------------------------------------------------
@@ -137,30 +187,35 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
   constexpr std::size_t portion = portion_of<shape>;
   const std::size_t portion_tiles = ceil_div(std::min(n, portion), shape::tile_items);
   // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
-  // published counts; the digit starts last.
+  // published counts; the digit starts and the passes' roles last.
   const std::size_t pass_counts_bytes =
       std::size_t(passes.count) * radix * sizeof(unsigned long long);
   const std::size_t counts_bytes = digit_total_copies * pass_counts_bytes;
   const std::size_t published_bytes = portion_tiles * radix * sizeof(unsigned);
   const std::size_t starts_bytes = 2 * pass_counts_bytes;
-  temporary_buffer<unsigned char> scratch_memory(counts_bytes + 16 + published_bytes + starts_bytes,
-                                                 call);
+  const std::size_t roles_bytes = most_passes<K> * sizeof(pass_role);
+  temporary_buffer<unsigned char> scratch_memory(
+      counts_bytes + 16 + published_bytes + starts_bytes + roles_bytes, call);
   unsigned char* const head = scratch_memory.data();
-  const onesweep_scratch scratch{
-      reinterpret_cast<unsigned long long*>(head), reinterpret_cast<unsigned*>(head + counts_bytes),
-      reinterpret_cast<unsigned*>(head + counts_bytes + 4),
-      reinterpret_cast<unsigned long long*>(head + counts_bytes + 16 + published_bytes),
-      reinterpret_cast<unsigned*>(head + counts_bytes + 16)};
+  unsigned char* const starts_at = head + counts_bytes + 16 + published_bytes;
+  const onesweep_scratch scratch{reinterpret_cast<unsigned long long*>(head),
+                                 reinterpret_cast<unsigned*>(head + counts_bytes),
+                                 reinterpret_cast<unsigned*>(head + counts_bytes + 4),
+                                 reinterpret_cast<unsigned long long*>(starts_at),
+                                 reinterpret_cast<unsigned*>(head + counts_bytes + 16),
+                                 reinterpret_cast<pass_role*>(starts_at + starts_bytes)};
   call.check(cudaMemsetAsync(head, 0, counts_bytes + 16 + published_bytes, call.stream()),
              "cudaMemsetAsync");
 
+  // The buffers first: the counting kernel plans the passes' roles with them.
+  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   using counting = digit_count_tuning<K>;
   digit_counts_kernel<counting>
       <<<grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
-         counting::threads, 0, call.stream()>>>(keys_in, n, passes, ord, end_bit, scratch);
+         counting::threads, 0, call.stream()>>>(keys_in, n, passes, ord, end_bit,
+                                                buffers.inputs_are(), scratch);
   check_launch(call.function(), "digit_counts_kernel");
 
-  pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
   constexpr std::size_t shared_bytes = sizeof(tile_storage<shape, K, V>);
   allow_dynamic_shared_bytes<onesweep_kernel<shape, K, V>>(call);
   const std::size_t portions = ceil_div(n, portion);
@@ -186,7 +241,10 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
           scratch.published,
           starts + (p % 2) * radix,
           p + 1 < portions ? starts + ((p + 1) % 2) * radix : nullptr};
-      onesweep_kernel<shape><<<tiles, shape::threads, shared_bytes, call.stream()>>>(launch);
+      const pass_role_of<K, V> role_of{scratch.roles + pass, buffers.keys(), buffers.values(),
+                                       first};
+      onesweep_kernel<shape>
+          <<<tiles, shape::threads, shared_bytes, call.stream()>>>(launch, role_of);
       check_launch(call.function(), "onesweep_kernel");
     }
   }

@@ -110,6 +110,75 @@ struct radix_passes {
   }
 };
 
+// ---- Passes whose keys all share one digit --------------------------------------------------
+//
+// A pass in which one digit holds every key leaves them in their order: it need not move
+// them. Keys of a few values in many bits (int64 positions, small counts, a shared exponent)
+// have such passes; the digit counts, which come before any pass, show them. Only the device
+// knows them, so the kernel that counts the digits gives each pass the host launches a role
+// (pass_role): a pass that sorts reads and writes the buffers pass_buffers gives it, and the
+// passes that move nothing between two that sort are skipped, but for one copy where the
+// keys are not already where the next sort reads them.
+
+// The buffers a pass reads or writes: the inputs, the outputs, the buffers between passes.
+enum class pass_buffer : unsigned char { inputs, outputs, between };
+enum class pass_action : unsigned char { sort, copy, skip };
+
+struct alignas(4) pass_role {
+  pass_action action;
+  pass_buffer from, to;  // a copy's
+};
+
+// Where pass `pass` of `passes` writes, as pass_buffers lays the passes out (the last writes
+// the outputs), and where it reads (the first the inputs).
+__host__ __device__ inline pass_buffer written_by(int pass, int passes) {
+  return (passes - 1 - pass) % 2 == 0 ? pass_buffer::outputs : pass_buffer::between;
+}
+__host__ __device__ inline pass_buffer read_by(int pass, int passes) {
+  return pass == 0 ? pass_buffer::inputs : written_by(pass - 1, passes);
+}
+
+// The roles of `passes` passes, of which those with their bit set in `moving` sort (from
+// read_by to written_by). In a run of passes that do not, the last copies the keys to where
+// the next sort reads them, or to the outputs after the last sort, unless they are there
+// already: `inputs_are` is the buffer the inputs are too (the outputs of a sort in place, or
+// the buffers between where pass_buffers copied the inputs there first), or inputs.
+__host__ __device__ inline void plan_pass_roles(unsigned moving, int passes, pass_buffer inputs_are,
+                                                pass_role* roles) {
+  const auto actual = [&](pass_buffer b) { return b == pass_buffer::inputs ? inputs_are : b; };
+  pass_buffer at = pass_buffer::inputs;  // where the keys are
+  for (int p = 0; p < passes; ++p) {
+    if (moving >> p & 1u) {
+      roles[p] = {pass_action::sort, read_by(p, passes), written_by(p, passes)};
+      at = written_by(p, passes);
+      continue;
+    }
+    const bool run_ends = p + 1 == passes || (moving >> (p + 1) & 1u) != 0;
+    const pass_buffer wanted = p + 1 < passes ? read_by(p + 1, passes) : pass_buffer::outputs;
+    if (run_ends && actual(at) != actual(wanted)) {
+      roles[p] = {pass_action::copy, at, wanted};
+      at = wanted;
+    } else {
+      roles[p] = {pass_action::skip, at, at};
+    }
+  }
+}
+
+// The buffers a pass may read or write, of keys or of values; the inputs are never written.
+template <class T>
+struct pass_arrays {
+  const T* inputs;
+  T* outputs;
+  T* between;
+
+  __host__ __device__ const T* from(pass_buffer b) const {
+    return b == pass_buffer::inputs ? inputs : to(b);
+  }
+  __host__ __device__ T* to(pass_buffer b) const {
+    return b == pass_buffer::outputs ? outputs : between;
+  }
+};
+
 // Where each of `passes` passes reads and writes: pass 0 reads the inputs and never writes
 // them, and the passes alternate between the outputs and buffers of their own so that the
 // last pass writes the outputs. Sorted in place (an output is its input), an even count of
@@ -139,6 +208,22 @@ class pass_buffers {
                                  cudaMemcpyDeviceToDevice, call.stream()),
                  "cudaMemcpyAsync");
       values_in_ = reinterpret_cast<const V*>(values_between_.data());
+    }
+  }
+
+  // The buffer the inputs are too (plan_pass_roles): the outputs where sorted in place, the
+  // buffers between where the inputs were copied there first.
+  pass_buffer inputs_are() const {
+    if (copy_inputs_first_) return pass_buffer::between;
+    const bool in_place = keys_in_ == keys_out_ || (has_values && values_in_ == values_out_);
+    return in_place ? pass_buffer::outputs : pass_buffer::inputs;
+  }
+  pass_arrays<K> keys() const { return {keys_in_, keys_out_, keys_between_.data()}; }
+  pass_arrays<V> values() const {
+    if constexpr (has_values) {
+      return {values_in_, values_out_, values_between_.data()};
+    } else {
+      return {nullptr, nullptr, nullptr};
     }
   }
 
