@@ -1,5 +1,6 @@
 // Radix sort beside CUB's DeviceRadixSort: keys of every width, pairs, a 16-bit range of a
-// 32-bit key, and the textbook rungs on u32 keys; segmented sorts beside CUB's
+// 32-bit key, int64 keys below 2^24 (positions, whose high bytes never vary: passes ppat
+// skips), and the textbook rungs on u32 keys; segmented sorts beside CUB's
 // DeviceSegmentedSort, segments of one length given by offsets and as rows of a matrix. Bytes that
 // must move: the keys (and values) read once and written once; a sort makes several passes, so the
 // percentage of copy says how close the whole sort comes to one pass at copy speed.
@@ -20,12 +21,16 @@
 namespace ppat_bench {
 namespace {
 
-// Integer keys over their whole range; floats drawn from [-1e9, 1e9] (no NaNs, whose order
-// CUB does not promise).
+// Integer keys over their whole range, or below 2^key_bits; floats drawn from [-1e9, 1e9]
+// (no NaNs, whose order CUB does not promise).
 template <class K>
-void fill_keys(K* keys, std::size_t n, std::uint64_t seed) {
+void fill_keys(K* keys, std::size_t n, int key_bits, std::uint64_t seed) {
   if constexpr (std::is_integral_v<K>) {
-    fill_random_bits(keys, n, seed);
+    if (key_bits == 0) {
+      fill_random_bits(keys, n, seed);
+    } else {
+      fill_uniform(keys, n, 0, double((std::uint64_t{1} << key_bits) - 1), seed);
+    }
   } else {
     fill_uniform(keys, n, -1e9, 1e9, seed);
   }
@@ -55,6 +60,7 @@ struct sort_spec {
   int end_bit = 0;  // 0: the whole key
   bool descending = false;
   bool textbook = false;
+  int key_bits = 0;  // integer keys below 2^key_bits; 0: every bit pattern
 };
 
 // Keys of type K (with values of type V unless V is void) on rotating sets; CUB sorts set 0
@@ -72,7 +78,7 @@ void sort_case(session& s, std::size_t n, const sort_spec& spec) {
   for (int k = 0; k < sets; ++k) {
     keys_in[k] = device_array<K>(n);
     keys_out[k] = device_array<K>(n);
-    fill_keys(keys_in[k].data(), n, 9000 + k);
+    fill_keys(keys_in[k].data(), n, spec.key_bits, 9000 + k);
     if constexpr (pairs) {
       values_in[k] = device_array<value>(n);
       values_out[k] = device_array<value>(n);
@@ -119,6 +125,7 @@ void sort_case(session& s, std::size_t n, const sort_spec& spec) {
   if (spec.descending) c.label += ", descending";
   if (spec.end_bit != 0)
     c.label += ", bits " + std::to_string(spec.begin_bit) + "-" + std::to_string(end_bit);
+  if (spec.key_bits != 0) c.label += ", below 2^" + std::to_string(spec.key_bits);
   c.type = type;
   c.n = n;
   c.bytes = bytes_per_key * n;
@@ -174,7 +181,7 @@ void segmented_sort_case(session& s, std::size_t n, std::size_t length) {
     keys_out[k] = device_array<key>(n);
     values_in[k] = device_array<key>(n);
     values_out[k] = device_array<key>(n);
-    fill_keys(keys_in[k].data(), n, 9200 + k);
+    fill_keys(keys_in[k].data(), n, 0, 9200 + k);
     fill_uniform(values_in[k].data(), n, 0, 1e6, 9300 + k);
   }
   const device_array<int> offsets = fixed_length_offsets(segments, length);
@@ -231,7 +238,7 @@ void top_k_case(session& s, std::size_t n, std::size_t k) {
   std::vector<device_array<key>> keys_in(sets);
   for (int set = 0; set < sets; ++set) {
     keys_in[set] = device_array<key>(n);
-    fill_keys(keys_in[set].data(), n, 9400 + set);
+    fill_keys(keys_in[set].data(), n, 0, 9400 + set);
   }
   device_array<std::int64_t> positions(n), sorted_positions(n);
   device_array<key> sorted_keys(n), keys_out(k);
@@ -289,7 +296,7 @@ void top_k_batched_case(session& s, std::size_t n, std::size_t cols, std::size_t
   std::vector<device_array<key>> keys_in(sets);
   for (int set = 0; set < sets; ++set) {
     keys_in[set] = device_array<key>(n);
-    fill_keys(keys_in[set].data(), n, 9500 + set);
+    fill_keys(keys_in[set].data(), n, 0, 9500 + set);
   }
   device_array<std::int64_t> positions(n), sorted_positions(n);
   device_array<key> sorted_keys(n), keys_out(rows * k);
@@ -357,6 +364,7 @@ void bench_sort(session& s) {
     if (s.wants_type("u64", default_types)) {
       sort_case<std::uint64_t, void>(s, n, {});
       sort_case<std::uint64_t, std::uint32_t>(s, n, {});
+      sort_case<std::int64_t, void>(s, n, {0, 0, false, false, 24});
     }
     if (s.wants_type("f64", default_types)) sort_case<double, void>(s, n, {});
     if (s.wants_type("u8", default_types)) sort_case<std::uint8_t, void>(s, n, {});
