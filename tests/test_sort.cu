@@ -482,7 +482,7 @@ TEST(sort, in_place) {
 
 // Keys that differ only in the bytes whose bits are set in `varying` (bit b: byte b), each of
 // the other bytes one random value for all: the passes of those bytes hold every key in one
-// digit, and onesweep skips them, or copies the keys where the next sort reads them.
+// digit, and the sort skips them, or copies the keys where the next sort reads them.
 template <class K>
 std::vector<K> keys_varying_in_bytes(std::size_t n, unsigned varying) {
   auto& rng = ppat_test::rng();
@@ -498,29 +498,31 @@ std::vector<K> keys_varying_in_bytes(std::size_t n, unsigned varying) {
   return keys;
 }
 
-// Onesweep's sizes, keys and pairs, into other buffers and in place, both orders: the passes
-// that move nothing at the start, between sorting passes, at the end, all of them.
+// The one-launch sort's sizes and onesweep's, keys and pairs, into other buffers and in
+// place, both orders: the passes that move nothing at the start, between sorting passes, at
+// the end, all of them.
 template <class K>
 void one_digit_passes_of_type(const char* type, std::initializer_list<unsigned> patterns) {
-  const std::size_t n = large_sizes[3];
-  if (ppat_test::over_item_budget(n)) return;
-  for (unsigned varying : patterns) {
-    for (ppat::order ord : orders) {
-      const std::string what = std::string(type) + " " + name(ord) + ", bytes " +
-                               std::to_string(varying) + " varying, n = " + std::to_string(n);
-      const auto keys = keys_varying_in_bytes<K>(n, varying);
-      const auto positions = draw_values<std::uint32_t>(n);
-      expect_keys_sorted(keys, ord, what);
-      expect_pairs_sorted(keys, positions, ord, what + ", index values");
-      expect_sorted_in_place(keys, std::vector<char>{}, ord, 0, 8 * sizeof(K), what);
-      expect_sorted_in_place(keys, positions, ord, 0, 8 * sizeof(K), what + ", index values");
-      // Three passes in place: the inputs are copied aside first.
-      expect_sorted_in_place(keys, positions, ord, 0, 24, what + ", bits [0, 24)");
+  for (std::size_t n : {large_sizes[0], large_sizes[3]}) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (unsigned varying : patterns) {
+      for (ppat::order ord : orders) {
+        const std::string what = std::string(type) + " " + name(ord) + ", bytes " +
+                                 std::to_string(varying) + " varying, n = " + std::to_string(n);
+        const auto keys = keys_varying_in_bytes<K>(n, varying);
+        const auto positions = draw_values<std::uint32_t>(n);
+        expect_keys_sorted(keys, ord, what);
+        expect_pairs_sorted(keys, positions, ord, what + ", index values");
+        expect_sorted_in_place(keys, std::vector<char>{}, ord, 0, 8 * sizeof(K), what);
+        expect_sorted_in_place(keys, positions, ord, 0, 8 * sizeof(K), what + ", index values");
+        // Three passes in place: the inputs are copied aside first.
+        expect_sorted_in_place(keys, positions, ord, 0, 24, what + ", bits [0, 24)");
+      }
     }
   }
 }
 
-// The roles onesweep's passes take (plan_pass_roles), on the host, for every count of passes,
+// The roles the passes take (plan_pass_roles), on the host, for every count of passes,
 // every set of passes that sort and every layout of the buffers that pass_buffers makes:
 // the sorting passes apply in order, each reading the keys the passes before left, no pass
 // reads the buffer it writes, none writes the inputs, and the outputs end sorted.

@@ -2,7 +2,9 @@
 // cooperative launch does the whole sort, saving the launches and memsets between passes:
 // each block counts its tile's digits for every pass, then the blocks sort their tiles pass
 // after pass (sort/tile.cuh, the onesweep kernel's tile), with a grid-wide sync between
-// passes. Each pass is still a chain of latencies within a tile (docs/patterns.md).
+// passes. As in onesweep, a pass in which one digit holds every key is skipped (or copies,
+// sort/plan.cuh): every block reads the same totals and plans the same roles. Each pass is
+// still a chain of latencies within a tile (docs/patterns.md).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -39,10 +41,13 @@ constexpr std::size_t one_launch_large_tiles_from = std::size_t{1} << 18;
 
 template <class K, class V>
 struct one_launch_sort_args {
-  const K* keys_from[most_passes<K>];
+  const K* keys_from[most_passes<K>];  // a sorting pass's, as pass_buffers lays them out
   K* keys_to[most_passes<K>];
   const V* values_from[most_passes<K>];
   V* values_to[most_passes<K>];
+  pass_arrays<K> keys;  // what a copy names (plan_pass_roles)
+  pass_arrays<V> values;
+  pass_buffer inputs_are;
   std::size_t n;
   radix_passes passes;
   order ord;
@@ -58,6 +63,8 @@ struct one_launch_storage {
   tile_storage<Shape, K, V> tile;
   unsigned long long digit_starts[radix];
   block_sum_storage<radix / 32, unsigned long long> digit_sums;
+  unsigned moving;  // bit p: pass p has keys of more than one digit
+  pass_role roles[most_passes<K>];
 };
 
 template <class Shape, class K, class V>
@@ -74,6 +81,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // The tile's digits, every pass's, added to the totals.
   for (int i = int(threadIdx.x); i < most_passes<K> * radix; i += Shape::threads)
     (&tile_counts[0][0])[i] = 0;
+  if (threadIdx.x == 0) shared.moving = 0;
   __syncthreads();
   radix_digit<K> digits[most_passes<K>];
   digits_of_passes(passes, sort.ord, sort.end_bit, digits);
@@ -89,9 +97,44 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
                                    block_total_copy(sort.counts, passes.count));
   cooperative_groups::this_grid().sync();
 
+  // The passes that sort: those with keys of more than one digit. Every pass's totals are
+  // read at once, and the first pass's kept for its digit starts, so that planning the roles
+  // costs no wait of its own.
+  unsigned moving = 0;
+  unsigned first_total = 0;
+  if (threadIdx.x < radix) {
+#pragma unroll
+    for (int p = 0; p < most_passes<K>; ++p) {
+      if (p >= passes.count) break;
+      const unsigned total = digit_total(sort.counts, passes.count, p, threadIdx.x);
+      if (p == 0) first_total = total;
+      if (total != 0 && total != sort.n) moving |= 1u << p;
+    }
+  }
+  moving = __reduce_or_sync(~0u, moving);
+  if (lane_id() == 0 && moving != 0) atomicOr(&shared.moving, moving);
+  __syncthreads();
+  if (threadIdx.x == 0) plan_pass_roles(shared.moving, passes.count, sort.inputs_are, shared.roles);
+  __syncthreads();
+
+  bool moved = false;  // since the last grid-wide sync
   for (int p = 0; p < passes.count; ++p) {
-    const unsigned long long total =
-        threadIdx.x < radix ? digit_total(sort.counts, passes.count, p, threadIdx.x) : 0u;
+    const pass_role role = shared.roles[p];
+    if (role.action == pass_action::skip) continue;
+    if (moved) cooperative_groups::this_grid().sync();
+    moved = true;
+    if (role.action == pass_action::copy) {
+      const unsigned valid = unsigned(end - first);
+      copy_tile_items<Shape, true>(sort.keys.from(role.from), sort.keys.to(role.to), first, valid);
+      if constexpr (has_values_of<V>) {
+        copy_tile_items<Shape, true>(sort.values.from(role.from), sort.values.to(role.to), first,
+                                     valid);
+      }
+      continue;
+    }
+    unsigned long long total = 0;
+    if (threadIdx.x < radix)
+      total = p == 0 ? first_total : digit_total(sort.counts, passes.count, p, threadIdx.x);
     const unsigned long long start = block_exclusive_sum(total, shared.digit_sums);
     if (threadIdx.x < radix) shared.digit_starts[threadIdx.x] = start;
     clear_tile_storage(storage);
@@ -108,7 +151,6 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
                                    shared.digit_starts,
                                    nullptr};
     sort_tile<Shape, true>(pass, tile, storage);
-    if (p + 1 < passes.count) cooperative_groups::this_grid().sync();
   }
 }
 
@@ -138,6 +180,9 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
     sort.values_from[pass] = buffers.values_from(pass);
     sort.values_to[pass] = buffers.values_to(pass);
   }
+  sort.keys = buffers.keys();
+  sort.values = buffers.values();
+  sort.inputs_are = buffers.inputs_are();
   sort.n = n;
   sort.passes = passes;
   sort.ord = ord;

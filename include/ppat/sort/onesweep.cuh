@@ -139,26 +139,6 @@ struct pass_role_of {
   std::size_t first;  // the portion's first key
 };
 
-// A pass that only moves the keys to another buffer (plan_pass_roles): each tile its own,
-// to the same places.
-template <class Shape, class T>
-__device__ __forceinline__ void copy_tile(const pass_arrays<T>& arrays, pass_role role,
-                                          std::size_t first, unsigned valid) {
-  const T* const from = arrays.from(role.from) + first;
-  T* const to = arrays.to(role.to) + first;
-  T held[Shape::items];
-#pragma unroll
-  for (int i = 0; i < Shape::items; ++i) {
-    const unsigned at = threadIdx.x + unsigned(i * Shape::threads);
-    if (at < valid) held[i] = from[at];
-  }
-#pragma unroll
-  for (int i = 0; i < Shape::items; ++i) {
-    const unsigned at = threadIdx.x + unsigned(i * Shape::threads);
-    if (at < valid) to[at] = held[i];
-  }
-}
-
 template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     onesweep_kernel(onesweep_pass<K, V> pass, pass_role_of<K, V> role_of) {
@@ -172,9 +152,13 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   } else if (role.action == pass_action::copy) {
     const std::size_t tile_first = std::size_t(storage.tile) * Shape::tile_items;
     const unsigned valid = unsigned(min(pass.count - tile_first, std::size_t(Shape::tile_items)));
-    copy_tile<Shape>(role_of.keys, role, role_of.first + tile_first, valid);
-    if constexpr (has_values_of<V>)
-      copy_tile<Shape>(role_of.values, role, role_of.first + tile_first, valid);
+    const std::size_t first = role_of.first + tile_first;
+    copy_tile_items<Shape, false>(role_of.keys.from(role.from), role_of.keys.to(role.to), first,
+                                  valid);
+    if constexpr (has_values_of<V>) {
+      copy_tile_items<Shape, false>(role_of.values.from(role.from), role_of.values.to(role.to),
+                                    first, valid);
+    }
   }
 }
 

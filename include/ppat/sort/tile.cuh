@@ -140,6 +140,20 @@ __device__ __forceinline__ void load_tile_items(const T* in, std::size_t tile_fi
   }
 }
 
+// A pass that sorts nothing but moves the keys (plan_pass_roles): the tile's keys, or its
+// values, to the same places of another buffer, read as the ranking reads them.
+template <class Shape, bool FromL2, class T>
+__device__ __forceinline__ void copy_tile_items(const T* from, T* to, std::size_t tile_first,
+                                                unsigned valid) {
+  T items[Shape::items];
+  load_tile_items<Shape, FromL2, false>(from, tile_first, valid, items);
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    const unsigned at = ranked_item<Shape::items>(i);
+    if (at < valid) to[tile_first + at] = items[i];
+  }
+}
+
 // ---- Staging and scattering -------------------------------------------------------------------
 
 // Keys staged in the tile's digit order; rows wholly past `valid` were not ranked and are
