@@ -332,10 +332,9 @@ TEST(segmented_sort, in_place) {
 // Rows of a rows x cols matrix: every path a row length takes, the row sort's own launch
 // and the binned one.
 template <class K, class V>
-void rows_sorted(std::size_t rows, std::size_t cols, ppat::order ord) {
+void rows_sorted(std::size_t rows, std::size_t cols, ppat::order ord, const std::vector<K>& keys) {
   SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
   const std::size_t n = rows * cols;
-  const auto keys = draw_keys<K>(n);
   const auto values = draw_values<V>(n);
   segments s;
   for (std::size_t r = 0; r < rows; ++r) {
@@ -359,6 +358,11 @@ void rows_sorted(std::size_t rows, std::size_t cols, ppat::order ord) {
               keys_only->guards_intact());
 }
 
+template <class K, class V>
+void rows_sorted(std::size_t rows, std::size_t cols, ppat::order ord) {
+  rows_sorted<K, V>(rows, cols, ord, draw_keys<K>(rows * cols));
+}
+
 TEST(segmented_sort, rows_of_a_matrix) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
@@ -380,6 +384,31 @@ TEST(segmented_sort, rows_of_a_matrix) {
   for (std::size_t cols : {50, 100, 104, 105, 120}) {
     for (ppat::order ord : orders)
       rows_sorted<std::uint32_t, std::uint32_t>(20000, cols, ord);
+  }
+}
+
+// Keys whose high bytes never vary (int64 positions, small counts) or only one byte of which
+// does: a block sorting a segment skips the passes in which one digit holds all its keys.
+TEST(segmented_sort, rows_whose_keys_share_digits) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::pair<std::size_t, std::size_t> shapes[] = {{300, 33}, {64, 1024}, {9, 1025}, {3, 4097},
+                                                        {5, 8192}, {2, 8193},  {3, 70001}};
+  auto& rng = ppat_test::rng();
+  for (const auto& [rows, cols] : shapes) {
+    const std::size_t n = rows * cols;
+    std::vector<std::int64_t> positions(n);
+    std::uniform_int_distribution<std::int64_t> below(0, (1 << 16) - 1);
+    for (auto& k : positions)
+      k = below(rng);
+    std::vector<std::uint32_t> second_byte(n);
+    const std::uint32_t shared = std::uint32_t(rng());
+    for (auto& k : second_byte)
+      k = (shared & 0xFFFF00FFu) | (std::uint32_t(rng()) & 0xFF00u);
+    for (ppat::order ord : orders) {
+      rows_sorted<std::int64_t, std::uint32_t>(rows, cols, ord, positions);
+      rows_sorted<std::uint32_t, std::uint32_t>(rows, cols, ord, second_byte);
+    }
   }
 }
 

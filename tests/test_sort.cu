@@ -498,12 +498,12 @@ std::vector<K> keys_varying_in_bytes(std::size_t n, unsigned varying) {
   return keys;
 }
 
-// The one-launch sort's sizes and onesweep's, keys and pairs, into other buffers and in
-// place, both orders: the passes that move nothing at the start, between sorting passes, at
-// the end, all of them.
+// The one-block sort's sizes, the one-launch sort's and onesweep's, keys and pairs, into other
+// buffers and in place, both orders: the passes that move nothing at the start, between sorting
+// passes, at the end, all of them.
 template <class K>
 void one_digit_passes_of_type(const char* type, std::initializer_list<unsigned> patterns) {
-  for (std::size_t n : {large_sizes[0], large_sizes[3]}) {
+  for (std::size_t n : {std::size_t{1023}, std::size_t{4097}, large_sizes[0], large_sizes[3]}) {
     if (ppat_test::over_item_budget(n)) continue;
     for (unsigned varying : patterns) {
       for (ppat::order ord : orders) {

@@ -137,4 +137,16 @@ __device__ T warp_reduce_commutative(T x, Op op) {
   return x;
 }
 
+// The OR and the AND of 64 bits over a warp's lanes, a 32-bit half an instruction each.
+__device__ inline unsigned long long warp_or_bits(unsigned long long bits) {
+  return (static_cast<unsigned long long>(__reduce_or_sync(full_warp, unsigned(bits >> 32)))
+          << 32) |
+         __reduce_or_sync(full_warp, unsigned(bits));
+}
+__device__ inline unsigned long long warp_and_bits(unsigned long long bits) {
+  return (static_cast<unsigned long long>(__reduce_and_sync(full_warp, unsigned(bits >> 32)))
+          << 32) |
+         __reduce_and_sync(full_warp, unsigned(bits));
+}
+
 }  // namespace ppat::detail

@@ -30,19 +30,70 @@ using one_tile_small_shape = tile_shape<K, V, tuning<256, 128, 0>>;
 template <class K, class V>
 using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 
+// Which of the passes have keys of more than one digit among the block's n keys (bit p for
+// pass p): a digit is the same in every key where none of its bits differs, where the OR and
+// the AND of the keys' images agree. Each warp's OR and AND go to `words` (2 x warps of
+// them); passes_apart reads them after a barrier.
+template <class Shape, class K>
+__device__ __forceinline__ void publish_image_bits(const K (&keys)[Shape::items], unsigned n,
+                                                   const radix_digit<K>& digit,
+                                                   unsigned long long* words) {
+  unsigned long long any = 0, every = ~0ull;
+#pragma unroll
+  for (int i = 0; i < Shape::items; ++i) {
+    if (ranked_item<Shape::items>(i) < n) {
+      const unsigned long long image = digit.image_of(keys[i]);
+      any |= image;
+      every &= image;
+    }
+  }
+  any = warp_or_bits(any);
+  every = warp_and_bits(every);
+  const unsigned warp = threadIdx.x / 32;
+  if (lane_id() == 0) {
+    words[warp] = any;
+    words[Shape::warps + warp] = every;
+  }
+}
+
+template <class Shape, class K>
+__device__ __forceinline__ unsigned passes_apart(const unsigned long long* words,
+                                                 radix_passes passes, order ord, int end_bit) {
+  unsigned long long any = 0, every = ~0ull;
+#pragma unroll
+  for (int w = 0; w < Shape::warps; ++w) {
+    any |= words[w];
+    every &= words[Shape::warps + w];
+  }
+  const unsigned long long differing = any ^ every;
+  unsigned apart = 0;
+  for (int p = 0; p < passes.count; ++p) {
+    const radix_digit<K> digit = passes.digit<K>(p, ord, end_bit);
+    if (((differing >> digit.shift) & digit.mask) != 0) apart |= 1u << p;
+  }
+  return apart;
+}
+
 // The keys (and values) the block holds, striped as the block radix rank takes them (item i
 // of a thread is item ranked_item(i) of the tile), sorted: on return each thread holds
 // those items of the sorted order. After each pass a thread takes back the keys (and values)
-// at its positions of the staged digit order, which keeps the next pass stable. The storage
-// is free again when it returns.
+// at its positions of the staged digit order, which keeps the next pass stable. A pass in
+// which one digit holds every key keeps their order, and is skipped. The storage is free
+// again when it returns.
 template <class Shape, class K, class V>
 __device__ void sort_tile_in_registers(K (&keys)[Shape::items],
                                        value_or_char<V> (&values)[Shape::items], unsigned n,
                                        radix_passes passes, order ord, int end_bit,
                                        tile_storage<Shape, K, V>& storage) {
   constexpr int items = Shape::items;
-  for (int p = 0; p < passes.count; ++p) {
-    const radix_digit<K> digit = passes.digit<K>(p, ord, end_bit);
+  // The warps' image bits in the digits' places, which only the onesweep tiles use.
+  static_assert(2 * Shape::warps <= radix, "the warps' image bits fit the digits' places");
+  unsigned long long* const image_bits = storage.digit_keys_to;
+  publish_image_bits<Shape>(keys, n, passes.digit<K>(0, ord, end_bit), image_bits);
+  __syncthreads();
+  const unsigned apart = passes_apart<Shape, K>(image_bits, passes, ord, end_bit);
+  for (unsigned left = apart; left != 0; left &= left - 1) {  // the passes that sort
+    const radix_digit<K> digit = passes.digit<K>(__ffs(int(left)) - 1, ord, end_bit);
     clear_tile_storage(storage);
     __syncthreads();
     unsigned ranks[items];
@@ -66,6 +117,9 @@ __device__ void sort_tile_in_registers(K (&keys)[Shape::items],
     }
     __syncthreads();  // the next pass clears the rank's words, which share the staged bytes
   }
+  // Where no pass sorted, no barrier has come between the reads of the image bits and their
+  // next writes (a segmented sort's next segment).
+  if (apart == 0) __syncthreads();
 }
 
 // n keys (and values) sorted by one block. A segmented sort runs it on each small segment.
