@@ -128,6 +128,12 @@ def cases(log2: int, raw: dict):
                      lambda: cupy.sort(c)))
     yield ("sort i32", 8 * n, lambda: ppat.sort(i32),
            {"torch.sort": lambda: torch.sort(i32, stable=True)})
+    # int64 positions (below 2^24): the high bytes never vary, and ppat skips their passes.
+    positions = torch.randint(0, 1 << 24, (n,), device="cuda", dtype=torch.int64, generator=g)
+    yield ("sort i64 below 2^24", 16 * n, lambda: ppat.sort(positions),
+           {"torch.sort": lambda: torch.sort(positions, stable=True)})
+    yield (f"sort f32 {tuple(matrix.shape)} dim=0", 8 * n, lambda: ppat.sort(matrix, dim=0),
+           {"torch.sort(dim=0)": lambda: torch.sort(matrix, dim=0, stable=True)})
     yield ("argsort f32", 4 * n + 8 * n, lambda: ppat.argsort(f32),
            with_cupy({"torch.argsort": lambda: torch.argsort(f32, stable=True)}, "cupy.argsort",
                      lambda: cupy.argsort(c)))

@@ -500,12 +500,15 @@ std::vector<K> keys_varying_in_bytes(std::size_t n, unsigned varying) {
 
 // The one-block sort's sizes, the one-launch sort's and onesweep's, keys and pairs, into other
 // buffers and in place, both orders: the passes that move nothing at the start, between sorting
-// passes, at the end, all of them.
+// passes, at the end, all of them. Onesweep's size, whose host reference takes longest, sorts
+// the first four patterns only.
 template <class K>
 void one_digit_passes_of_type(const char* type, std::initializer_list<unsigned> patterns) {
   for (std::size_t n : {std::size_t{1023}, std::size_t{4097}, large_sizes[0], large_sizes[3]}) {
     if (ppat_test::over_item_budget(n)) continue;
+    int pattern = 0;
     for (unsigned varying : patterns) {
+      if (n == large_sizes[3] && pattern++ == 4) break;
       for (ppat::order ord : orders) {
         const std::string what = std::string(type) + " " + name(ord) + ", bytes " +
                                  std::to_string(varying) + " varying, n = " + std::to_string(n);
@@ -571,10 +574,11 @@ TEST(sort_plan, pass_roles_leave_the_keys_sorted_in_the_outputs) {
 TEST(sort, passes_whose_keys_share_one_digit) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
-  // None varying, runs of passes that move nothing first, last, between and alternating.
-  one_digit_passes_of_type<std::uint32_t>("u32", {0x0, 0x1, 0x7, 0x8, 0x9, 0x6, 0x5, 0xA});
+  // None varying, passes that move nothing alternating with those that sort, first, last,
+  // between.
+  one_digit_passes_of_type<std::uint32_t>("u32", {0x0, 0x5, 0x8, 0x1, 0x9, 0x6, 0x7, 0xA});
   // int64 positions and small counts: the high bytes never vary.
-  one_digit_passes_of_type<std::int64_t>("i64", {0x00, 0x01, 0x0F, 0x80, 0xA5, 0xFE});
+  one_digit_passes_of_type<std::int64_t>("i64", {0x00, 0xA5, 0x0F, 0x80, 0x01, 0xFE});
   one_digit_passes_of_type<double>("f64", {0x03, 0xC0});
 }
 
