@@ -525,6 +525,51 @@ void one_digit_passes_of_type(const char* type, std::initializer_list<unsigned> 
   }
 }
 
+// Keys sorted already (in the sort's order, or all but two neighbours swapped, or in the
+// other order), on the one-launch sort's and onesweep's sizes: the counting sees the order
+// and no pass sorts. A bit range's order is not the whole key's: keys sorted whole are sorted
+// again by their low 16 bits.
+template <class K>
+void sorted_already_of_type(const char* type) {
+  for (std::size_t n : {large_sizes[0], large_sizes[3]}) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (ppat::order ord : orders) {
+      auto keys = draw_keys<K>(n, spread::few_distinct);
+      keys = ppat_reference::gathered(keys, sorted_positions(keys, ord));
+      const auto positions = draw_values<std::uint32_t>(n);
+      const std::string what = case_name(type, ord, spread::sorted, n);
+      expect_keys_sorted(keys, ord, what);
+      expect_pairs_sorted(keys, positions, ord, what + ", index values");
+      expect_sorted_in_place(keys, positions, ord, 0, 8 * sizeof(K), what + ", index values");
+      expect_keys_sorted(keys, ord, what + ", bits [0, 16)", 0, 16);
+      const ppat::order other =
+          ord == ppat::order::ascending ? ppat::order::descending : ppat::order::ascending;
+      expect_pairs_sorted(keys, positions, other, what + ", sorted the other way");
+      // Two unequal neighbours out of order: from a warp's first key, and from a random place.
+      for (std::size_t at : {std::size_t{4096}, std::size_t(ppat_test::rng()() % (n - 1)) + 1}) {
+        auto almost = draw_keys<K>(n, spread::uniform_bits);
+        almost = ppat_reference::gathered(almost, sorted_positions(almost, ord));
+        while (at + 1 < n && std::memcmp(&almost[at - 1], &almost[at], sizeof(K)) == 0)
+          ++at;
+        std::swap(almost[at - 1], almost[at]);
+        expect_keys_sorted(
+            almost, ord,
+            what + ", keys " + std::to_string(at - 1) + " and " + std::to_string(at) + " swapped");
+      }
+    }
+  }
+}
+
+TEST(sort, keys_sorted_already) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  sorted_already_of_type<std::uint32_t>("u32");
+  sorted_already_of_type<std::int32_t>("i32");
+  sorted_already_of_type<float>("f32");
+  sorted_already_of_type<__nv_bfloat16>("bf16");
+  sorted_already_of_type<std::int64_t>("i64");  // not watched: sorted like any keys
+}
+
 // The roles the passes take (plan_pass_roles), on the host, for every count of passes,
 // every set of passes that sort and every layout of the buffers that pass_buffers makes:
 // the sorting passes apply in order, each reading the keys the passes before left, no pass

@@ -1,12 +1,14 @@
 // Every pass's digit counts from one read of the keys: the block steps that the onesweep's
 // counting kernel (over the whole input) and the one-launch sort (over each block's tile)
 // both run. A block counts in shared memory, then adds its counts to the totals in global
-// memory.
+// memory. As they count, those two also watch whether the keys are sorted already: then no
+// pass need sort them (plan_pass_roles).
 #pragma once
 
 #include <cstddef>
 
 #include "../core/atomic.cuh"
+#include "../core/warp.cuh"
 #include "plan.cuh"
 #include "radix_key.cuh"
 
@@ -19,14 +21,54 @@ constexpr int most_passes = int(sizeof(K));
 template <class K>
 using pass_digit_counts = unsigned[most_passes<K>][radix];
 
+// Whether the keys run in the sort's order: each key's image at least the one before it's.
+// count_pass_digits shows it every key it counts, a warp's keys consecutive: lane l's key
+// follows lane l - 1's, and a warp's first key is compared with the one before it in memory,
+// read again. `in_order` starts false for a sort of a bit range, whose order a whole image
+// does not show (a mask of the sorted bits cost the counting kernel, at 32 registers,
+// spilled ones).
+template <class K>
+struct order_watch {
+  using image_type = typename radix_key<K>::image_type;
+  bool in_order;
+
+  // Every lane of the warp calls it: key i (where `valid`), of image `image`.
+  __device__ __forceinline__ void see(const K* keys, std::size_t i, bool valid, image_type image,
+                                      const radix_digit<K>& digit) {
+    const image_type lane_before = shuffle_up(image, 1);
+    if (!valid || i == 0) return;
+    const image_type before = lane_id() == 0 ? digit.image_of(keys[i - 1]) : lane_before;
+    if (before > image) in_order = false;
+  }
+};
+
+// What a count that watches no order shows the keys to: it never finds them in order (a
+// segmented sort's chains, and 8-byte keys, whose counting kernel spilled 116 bytes a thread
+// at its 32 registers with the watch).
+struct no_order_watch {
+  static constexpr bool in_order = false;
+  template <class... Seen>
+  __device__ __forceinline__ void see(const Seen&...) {}
+};
+
+// The watch of a sort's counting: of keys of up to 4 bytes sorted by every bit.
+template <class K>
+__device__ __forceinline__ auto watch_order(bool whole_keys) {
+  if constexpr (sizeof(K) <= 4) {
+    return order_watch<K>{whole_keys};
+  } else {
+    return no_order_watch{};
+  }
+}
+
 // Adds the digit of every pass that each of the keys [first, end) takes to `counts` (the
-// block's counters, every row zeroed, as digits_of_passes gives them): each thread holds
-// `KeysPerThread` keys in flight, those at first + j x Threads + its index, then counts
-// them, taking each key's image once for all passes.
-template <int Threads, int KeysPerThread, class K>
+// block's counters, every row zeroed, as digits_of_passes gives them), and shows each key to
+// `watch`: each thread holds `KeysPerThread` keys in flight, those at first + j x Threads + its
+// index, then counts them, taking each key's image once for all passes.
+template <int Threads, int KeysPerThread, class K, class Watch>
 __device__ __forceinline__ void count_pass_digits(const K* keys, std::size_t first, std::size_t end,
                                                   const radix_digit<K> (&digits)[most_passes<K>],
-                                                  pass_digit_counts<K>& counts) {
+                                                  pass_digit_counts<K>& counts, Watch& watch) {
   K held[KeysPerThread];
 #pragma unroll
   for (int j = 0; j < KeysPerThread; ++j) {
@@ -35,8 +77,11 @@ __device__ __forceinline__ void count_pass_digits(const K* keys, std::size_t fir
   }
 #pragma unroll
   for (int j = 0; j < KeysPerThread; ++j) {
-    if (first + std::size_t(j) * Threads + threadIdx.x >= end) continue;
-    const auto image = digits[0].image_of(held[j]);
+    const std::size_t i = first + std::size_t(j) * Threads + threadIdx.x;
+    const bool valid = i < end;
+    const auto image = valid ? digits[0].image_of(held[j]) : typename radix_digit<K>::image_type{};
+    watch.see(keys, i, valid, image, digits[0]);
+    if (!valid) continue;
 #pragma unroll
     for (int p = 0; p < most_passes<K>; ++p)
       atomicAdd(&counts[p][digits[p].of_image(image)], 1u);

@@ -3,7 +3,8 @@
 // each block counts its tile's digits for every pass, then the blocks sort their tiles pass
 // after pass (sort/tile.cuh, the onesweep kernel's tile), with a grid-wide sync between
 // passes. As in onesweep, a pass in which one digit holds every key is skipped (or copies,
-// sort/plan.cuh): every block reads the same totals and plans the same roles. Each pass is
+// sort/plan.cuh), and every pass where the keys are sorted already: every block reads the
+// same totals and plans the same roles. Each pass is
 // still a chain of latencies within a tile (docs/patterns.md).
 #pragma once
 
@@ -52,8 +53,9 @@ struct one_launch_sort_args {
   radix_passes passes;
   order ord;
   int end_bit;
-  unsigned* counts;     // [copy][pass][digit], zeroed
-  unsigned* published;  // [pass][tile][digit], zeroed
+  unsigned* counts;        // [copy][pass][digit], zeroed
+  unsigned* published;     // [pass][tile][digit], zeroed
+  unsigned* out_of_order;  // zeroed; set where a block sees keys out of the sort's order
 };
 
 // The kernel's shared memory, in dynamic shared memory: the tile's, and each pass's digit
@@ -89,17 +91,20 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // sort's tile then needs (with a tile's keys at once, 96 to 132 bytes spilled a thread).
   const std::size_t first = std::size_t(tile) * Shape::tile_items;
   const std::size_t end = min(sort.n, first + Shape::tile_items);
+  auto watch = watch_order<K>(passes.begin_bit == 0 && sort.end_bit == 8 * int(sizeof(K)));
   for (std::size_t keys_first = first; keys_first < end; keys_first += Shape::threads) {
-    count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, tile_counts);
+    count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, tile_counts,
+                                         watch);
   }
-  __syncthreads();
+  if (!__syncthreads_and(watch.in_order) && threadIdx.x == 0) *sort.out_of_order = 1;
   add_digit_totals<Shape::threads>(tile_counts, passes.count,
                                    block_total_copy(sort.counts, passes.count));
   cooperative_groups::this_grid().sync();
 
-  // The passes that sort: those with keys of more than one digit. Every pass's totals are
-  // read at once, and the first pass's kept for its digit starts, so that planning the roles
-  // costs no wait of its own.
+  // The passes that sort: those with keys of more than one digit, unless the keys are sorted
+  // already. Every pass's totals are read at once, and the first pass's kept for its digit
+  // starts, so that planning the roles costs no wait of its own.
+  const bool sorted = load_published(sort.out_of_order) == 0;
   unsigned moving = 0;
   unsigned first_total = 0;
   if (threadIdx.x < radix) {
@@ -114,7 +119,8 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   moving = __reduce_or_sync(~0u, moving);
   if (lane_id() == 0 && moving != 0) atomicOr(&shared.moving, moving);
   __syncthreads();
-  if (threadIdx.x == 0) plan_pass_roles(shared.moving, passes.count, sort.inputs_are, shared.roles);
+  if (threadIdx.x == 0)
+    plan_pass_roles(sorted ? 0u : shared.moving, passes.count, sort.inputs_are, shared.roles);
   __syncthreads();
 
   bool moved = false;  // since the last grid-wide sync
@@ -168,8 +174,8 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
   const unsigned tiles = unsigned(ceil_div(n, Shape::tile_items));
   const std::size_t counts_bytes =
       digit_total_copies * std::size_t(passes.count) * radix * sizeof(unsigned);
-  const std::size_t scratch_bytes =
-      counts_bytes + std::size_t(passes.count) * tiles * radix * sizeof(unsigned);
+  const std::size_t published_bytes = std::size_t(passes.count) * tiles * radix * sizeof(unsigned);
+  const std::size_t scratch_bytes = counts_bytes + published_bytes + sizeof(unsigned);
   temporary_buffer<unsigned char> scratch(scratch_bytes, call);
   call.check(cudaMemsetAsync(scratch.data(), 0, scratch_bytes, call.stream()), "cudaMemsetAsync");
   pass_buffers<K, V> buffers(keys_in, keys_out, values_in, values_out, n, passes.count, call);
@@ -189,6 +195,7 @@ void one_launch_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
   sort.end_bit = end_bit;
   sort.counts = reinterpret_cast<unsigned*>(scratch.data());
   sort.published = reinterpret_cast<unsigned*>(scratch.data() + counts_bytes);
+  sort.out_of_order = reinterpret_cast<unsigned*>(scratch.data() + counts_bytes + published_bytes);
   void* arguments[] = {&sort};
   const bool launched = launch_cooperative<one_launch_sort_kernel<Shape, K, V>>(
       dim3(tiles), dim3(Shape::threads), arguments, sizeof(one_launch_storage<Shape, K, V>), call);

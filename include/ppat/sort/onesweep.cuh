@@ -1,7 +1,8 @@
 // Large inputs: onesweep (Adinets & Merrill 2022). One kernel reads every key once and
 // counts the digits of all passes at once; its last block turns the counts into where each
 // digit's keys start in the output, and gives each pass its role (sort/plan.cuh): a pass in
-// which one digit holds every key is skipped. Then one kernel a pass, whose tiles
+// which one digit holds every key is skipped, and so is every pass where the keys are sorted
+// already, which the counting sees too. Then one kernel a pass, whose tiles
 // (sort/tile.cuh) rank their keys, publish their digit counts, and learn through a look-back
 // with a chain per digit where each digit's keys go. Keys move once a pass: read once,
 // written once.
@@ -63,6 +64,7 @@ struct onesweep_scratch {
   unsigned long long* counts;  // [copy][pass][digit], zeroed
   unsigned* blocks_done;       // zeroed; the counting kernel's last block puts it back to 0
   unsigned* tile_counter;      // zeroed; each launch's last tile puts it back to 0
+  unsigned* out_of_order;      // zeroed; set where a block sees keys out of the sort's order
   unsigned long long* starts;  // [pass][2][digit]: where a portion's digits start, ping-pong
   unsigned* published;         // [tile][digit] of a portion, zeroed before every launch
   pass_role* roles;            // [pass], from the counting kernel's last block
@@ -84,9 +86,10 @@ struct digit_count_storage {
   block_sum_storage<radix / 32, unsigned long long> digit_sums;
 };
 
-// Every pass's digit counts, from one read of the keys. Each block counts in shared memory;
-// the last block to finish turns the totals into each digit's first output position, for
-// every pass, and gives the passes their roles (`inputs_are` as plan_pass_roles takes it).
+// Every pass's digit counts, from one read of the keys, which also tells whether they are
+// sorted already. Each block counts in shared memory; the last block to finish turns the
+// totals into each digit's first output position, for every pass, and gives the passes their
+// roles (`inputs_are` as plan_pass_roles takes it).
 template <class Tuning, class K>
 __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     digit_counts_kernel(const K* keys, std::size_t n, radix_passes passes, order ord, int end_bit,
@@ -99,15 +102,17 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
 
   radix_digit<K> digits[most_passes<K>];
   digits_of_passes(passes, ord, end_bit, digits);
+  auto watch = watch_order<K>(passes.begin_bit == 0 && end_bit == 8 * int(sizeof(K)));
   const std::size_t chunk = std::size_t(threads) * Tuning::keys;
   for (std::size_t first = std::size_t(blockIdx.x) * chunk; first < n;
        first += std::size_t(gridDim.x) * chunk) {
-    count_pass_digits<threads, Tuning::keys>(keys, first, n, digits, storage.counts);
+    count_pass_digits<threads, Tuning::keys>(keys, first, n, digits, storage.counts, watch);
   }
-  __syncthreads();
+  const bool block_in_order = __syncthreads_and(watch.in_order);
+  if (threadIdx.x == 0 && !block_in_order) *scratch.out_of_order = 1;
   add_digit_totals<threads>(storage.counts, passes.count,
                             block_total_copy(scratch.counts, passes.count));
-  __threadfence();  // every thread's additions before thread 0's ticket
+  __threadfence();  // every thread's additions (and the order seen) before thread 0's ticket
   __syncthreads();
   if (threadIdx.x == 0) storage.last_block = last_to_finish(scratch.blocks_done, gridDim.x);
   __syncthreads();
@@ -122,7 +127,11 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     if (threadIdx.x < radix) scratch.starts[std::size_t(p) * 2 * radix + threadIdx.x] = start;
   }
   __syncthreads();
-  if (threadIdx.x == 0) plan_pass_roles(storage.moving, passes.count, inputs_are, scratch.roles);
+  // Keys sorted already need no pass to sort them.
+  if (threadIdx.x == 0) {
+    const bool sorted = load_published(scratch.out_of_order) == 0;
+    plan_pass_roles(sorted ? 0u : storage.moving, passes.count, inputs_are, scratch.roles);
+  }
 }
 
 // ---- One pass ------------------------------------------------------------------------------
@@ -170,8 +179,8 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
   using shape = onesweep_shape<K, V>;
   constexpr std::size_t portion = portion_of<shape>;
   const std::size_t portion_tiles = ceil_div(std::min(n, portion), shape::tile_items);
-  // The zeroed head: counts, blocks_done and tile_counter (16 bytes for the two), then the
-  // published counts; the digit starts and the passes' roles last.
+  // The zeroed head: counts, blocks_done, tile_counter and out_of_order (16 bytes for the
+  // three), then the published counts; the digit starts and the passes' roles last.
   const std::size_t pass_counts_bytes =
       std::size_t(passes.count) * radix * sizeof(unsigned long long);
   const std::size_t counts_bytes = digit_total_copies * pass_counts_bytes;
@@ -185,6 +194,7 @@ void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_
   const onesweep_scratch scratch{reinterpret_cast<unsigned long long*>(head),
                                  reinterpret_cast<unsigned*>(head + counts_bytes),
                                  reinterpret_cast<unsigned*>(head + counts_bytes + 4),
+                                 reinterpret_cast<unsigned*>(head + counts_bytes + 8),
                                  reinterpret_cast<unsigned long long*>(starts_at),
                                  reinterpret_cast<unsigned*>(head + counts_bytes + 16),
                                  reinterpret_cast<pass_role*>(starts_at + starts_bytes)};

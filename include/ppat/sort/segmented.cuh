@@ -914,6 +914,7 @@ __device__ void count_chain_digits(const K* keys, const segment_bins& bins,
   const std::size_t tiles = chain_tile_count(bins);
   const unsigned first = unsigned(tiles * block / blocks);
   const unsigned end = unsigned(tiles * (block + 1) / blocks);
+  no_order_watch unwatched;  // a chain's keys sorted already still take their passes
   unsigned counting = ~0u;
   for (unsigned t = first; t < end; ++t) {
     const unsigned c = tile_chains[t];
@@ -926,7 +927,7 @@ __device__ void count_chain_digits(const K* keys, const segment_bins& bins,
         chain.begin + std::size_t(t - chain.first_tile) * bins.chain_tile_items;
     const std::size_t to = min(from + bins.chain_tile_items, chain.begin + chain.length);
     for (std::size_t at = from; at < to; at += std::size_t(Threads) * KeysPerThread)
-      count_pass_digits<Threads, KeysPerThread>(keys, at, to, digits, storage.counts);
+      count_pass_digits<Threads, KeysPerThread>(keys, at, to, digits, storage.counts, unwatched);
   }
   if (counting != ~0u) add_counts_to(counting);
 }
