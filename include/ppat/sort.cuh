@@ -17,13 +17,15 @@
 //   counting.cuh    8- and 16-bit integer keys alone, by all their bits, beyond one launch:
 //                   a histogram, a scan and a fill of the runs
 //   onesweep.cuh    everything else: a digit count of every pass, then one launch a pass
-//                   (Adinets & Merrill 2022), skipping the passes in which one digit holds
-//                   every key
+//                   (Adinets & Merrill 2022)
 //
-// The last three run the same tile (sort/tile.cuh): rank the keys by digit, publish the
-// tile's digit counts, stage keys and values in digit order, learn through a look-back with
-// a chain per digit where each digit's keys go, and write them there. plan.cuh holds what
-// they all share: the argument checks, the passes and the buffers between them.
+// The one-launch sort and onesweep run the same tile (sort/tile.cuh): rank the keys by
+// digit, publish the tile's digit counts, stage keys and values in digit order, learn
+// through a look-back with a chain per digit where each digit's keys go, and write them
+// there. Every path but the counting one skips a pass in which one digit holds every key,
+// and the one-launch sort and onesweep, whose counts come first, every pass where the keys
+// (of up to 4 bytes) are sorted already. plan.cuh holds what they all share: the argument
+// checks, the passes, the buffers between them and each pass's role.
 #pragma once
 
 #include <cuda_runtime_api.h>
