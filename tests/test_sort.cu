@@ -525,6 +525,61 @@ void one_digit_passes_of_type(const char* type, std::initializer_list<unsigned> 
   }
 }
 
+// Pairs of which only the keys are sorted in place, or only the values: each output written
+// whole, also where no pass sorts (keys all equal) and where passes move nothing, with even
+// and odd counts of passes (an odd count copies both inputs aside first).
+template <class K>
+void half_in_place_of_type(const char* type) {
+  for (std::size_t n : {large_sizes[0], large_sizes[3]}) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (unsigned varying : {0x0u, 0x1u, 0x2u}) {
+      for (int end_bit : {int(8 * sizeof(K)), 24}) {
+        SCOPED_TRACE(std::string(type) + ", bytes " + std::to_string(varying) +
+                     " varying, bits [0, " + std::to_string(end_bit) +
+                     "), n = " + std::to_string(n));
+        const auto keys = keys_varying_in_bytes<K>(n, varying);
+        const auto values = draw_values<std::uint32_t>(n);
+        const auto order = sorted_positions(keys, ppat::order::ascending, 0, end_bit);
+        const auto sorted_keys = ppat_reference::gathered(keys, order);
+        const auto sorted_values = ppat_reference::gathered(values, order);
+        {
+          auto keys_buffer = on_device(keys);
+          auto values_in = on_device(values);
+          auto values_out = poisoned<std::uint32_t>(n);
+          ppat::sort_pairs(keys_buffer->data(), keys_buffer->data(), values_in->data(),
+                           values_out->data(), n, ppat::order::ascending, 0, end_bit);
+          ppat_test::expect_no_cuda_error();
+          EXPECT_EQ(ppat_test::first_mismatch(keys_buffer->download(), sorted_keys), -1)
+              << "keys in place";
+          EXPECT_EQ(ppat_test::first_mismatch(values_out->download(), sorted_values), -1)
+              << "values beside keys in place";
+          EXPECT_EQ(ppat_test::first_mismatch(values_in->download(), values), -1);
+        }
+        {
+          auto keys_in = on_device(keys);
+          auto keys_out = poisoned<K>(n);
+          auto values_buffer = on_device(values);
+          ppat::sort_pairs(keys_in->data(), keys_out->data(), values_buffer->data(),
+                           values_buffer->data(), n, ppat::order::ascending, 0, end_bit);
+          ppat_test::expect_no_cuda_error();
+          EXPECT_EQ(ppat_test::first_mismatch(keys_out->download(), sorted_keys), -1)
+              << "keys beside values in place";
+          EXPECT_EQ(ppat_test::first_mismatch(values_buffer->download(), sorted_values), -1)
+              << "values in place";
+          EXPECT_EQ(ppat_test::first_mismatch(keys_in->download(), keys), -1);
+        }
+      }
+    }
+  }
+}
+
+TEST(sort, pairs_with_only_keys_or_only_values_in_place) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  half_in_place_of_type<std::uint32_t>("u32");
+  half_in_place_of_type<std::uint64_t>("u64");
+}
+
 // Keys sorted already (in the sort's order, or all but two neighbours swapped, or in the
 // other order), on the one-launch sort's and onesweep's sizes: the counting sees the order
 // and no pass sorts. A bit range's order is not the whole key's: keys sorted whole are sorted

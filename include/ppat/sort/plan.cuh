@@ -211,11 +211,14 @@ class pass_buffers {
     }
   }
 
-  // The buffer the inputs are too (plan_pass_roles): the outputs where sorted in place, the
-  // buffers between where the inputs were copied there first.
+  // The buffer the inputs are too (plan_pass_roles): the buffers between where the inputs
+  // were copied there first, the outputs where keys and values are both sorted in place.
+  // Where only one of them is, the inputs count as their own: a copy of that one from the
+  // inputs to the outputs then writes each item where it already is, where taking the
+  // inputs for the outputs would leave the other one's outputs unwritten.
   pass_buffer inputs_are() const {
     if (copy_inputs_first_) return pass_buffer::between;
-    const bool in_place = keys_in_ == keys_out_ || (has_values && values_in_ == values_out_);
+    const bool in_place = keys_in_ == keys_out_ && (!has_values || values_in_ == values_out_);
     return in_place ? pass_buffer::outputs : pass_buffer::inputs;
   }
   pass_arrays<K> keys() const { return {keys_in_, keys_out_, keys_between_.data()}; }
@@ -227,16 +230,10 @@ class pass_buffers {
     }
   }
 
-  const K* keys_from(int pass) const { return pass == 0 ? keys_in_ : keys_to(pass - 1); }
-  K* keys_to(int pass) const { return to_outputs(pass) ? keys_out_ : keys_between_.data(); }
-  const V* values_from(int pass) const { return pass == 0 ? values_in_ : values_to(pass - 1); }
-  V* values_to(int pass) const {
-    if constexpr (has_values) {
-      return to_outputs(pass) ? values_out_ : values_between_.data();
-    } else {
-      return nullptr;
-    }
-  }
+  const K* keys_from(int pass) const { return keys().from(read_by(pass, passes_)); }
+  K* keys_to(int pass) const { return keys().to(written_by(pass, passes_)); }
+  const V* values_from(int pass) const { return values().from(read_by(pass, passes_)); }
+  V* values_to(int pass) const { return values().to(written_by(pass, passes_)); }
   void release() {
     values_between_.release();
     keys_between_.release();
@@ -244,7 +241,6 @@ class pass_buffers {
 
  private:
   static constexpr bool has_values = has_values_of<V>;
-  bool to_outputs(int pass) const { return (passes_ - 1 - pass) % 2 == 0; }
 
   const K* keys_in_;
   K* keys_out_;
