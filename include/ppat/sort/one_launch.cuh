@@ -4,8 +4,8 @@
 // after pass (sort/tile.cuh, the onesweep kernel's tile), with a grid-wide sync between
 // passes. As in onesweep, a pass in which one digit holds every key is skipped (or copies,
 // sort/plan.cuh), and every pass where the keys are sorted already: every block reads the
-// same totals and plans the same roles. Each pass is
-// still a chain of latencies within a tile (docs/patterns.md).
+// same totals and plans the same roles. Each pass is still a chain of latencies within a
+// tile (docs/patterns.md).
 #pragma once
 
 #include <cooperative_groups.h>
