@@ -542,31 +542,28 @@ void half_in_place_of_type(const char* type) {
         const auto order = sorted_positions(keys, ppat::order::ascending, 0, end_bit);
         const auto sorted_keys = ppat_reference::gathered(keys, order);
         const auto sorted_values = ppat_reference::gathered(values, order);
-        {
-          auto keys_buffer = on_device(keys);
-          auto values_in = on_device(values);
-          auto values_out = poisoned<std::uint32_t>(n);
-          ppat::sort_pairs(keys_buffer->data(), keys_buffer->data(), values_in->data(),
-                           values_out->data(), n, ppat::order::ascending, 0, end_bit);
-          ppat_test::expect_no_cuda_error();
-          EXPECT_EQ(ppat_test::first_mismatch(keys_buffer->download(), sorted_keys), -1)
-              << "keys in place";
-          EXPECT_EQ(ppat_test::first_mismatch(values_out->download(), sorted_values), -1)
-              << "values beside keys in place";
-          EXPECT_EQ(ppat_test::first_mismatch(values_in->download(), values), -1);
-        }
-        {
+        for (const bool keys_in_place : {true, false}) {
+          SCOPED_TRACE(keys_in_place ? "keys in place" : "values in place");
           auto keys_in = on_device(keys);
-          auto keys_out = poisoned<K>(n);
-          auto values_buffer = on_device(values);
-          ppat::sort_pairs(keys_in->data(), keys_out->data(), values_buffer->data(),
-                           values_buffer->data(), n, ppat::order::ascending, 0, end_bit);
+          auto values_in = on_device(values);
+          auto keys_out = poisoned<K>(keys_in_place ? 0 : n);
+          auto values_out = poisoned<std::uint32_t>(keys_in_place ? n : 0);
+          auto& keys_sorted = keys_in_place ? keys_in : keys_out;
+          auto& values_sorted = keys_in_place ? values_out : values_in;
+          ppat::sort_pairs(keys_in->data(), keys_sorted->data(), values_in->data(),
+                           values_sorted->data(), n, ppat::order::ascending, 0, end_bit);
           ppat_test::expect_no_cuda_error();
-          EXPECT_EQ(ppat_test::first_mismatch(keys_out->download(), sorted_keys), -1)
-              << "keys beside values in place";
-          EXPECT_EQ(ppat_test::first_mismatch(values_buffer->download(), sorted_values), -1)
-              << "values in place";
-          EXPECT_EQ(ppat_test::first_mismatch(keys_in->download(), keys), -1);
+          EXPECT_EQ(ppat_test::first_mismatch(keys_sorted->download(), sorted_keys), -1);
+          EXPECT_EQ(ppat_test::first_mismatch(values_sorted->download(), sorted_values), -1);
+          // The input not sorted in place is left as it was.
+          if (keys_in_place) {
+            EXPECT_EQ(ppat_test::first_mismatch(values_in->download(), values), -1);
+          } else {
+            EXPECT_EQ(ppat_test::first_mismatch(keys_in->download(), keys), -1);
+          }
+          EXPECT_TRUE(keys_in->guards_intact() && values_in->guards_intact() &&
+                      keys_out->guards_intact() && values_out->guards_intact())
+              << "written outside a buffer";
         }
       }
     }
