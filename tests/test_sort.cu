@@ -619,7 +619,8 @@ TEST(sort, keys_sorted_already) {
   sorted_already_of_type<std::int32_t>("i32");
   sorted_already_of_type<float>("f32");
   sorted_already_of_type<__nv_bfloat16>("bf16");
-  sorted_already_of_type<std::int64_t>("i64");  // not watched: sorted like any keys
+  sorted_already_of_type<std::int64_t>("i64");
+  sorted_already_of_type<double>("f64");
 }
 
 // The roles the passes take (plan_pass_roles), on the host, for every count of passes,

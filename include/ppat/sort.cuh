@@ -24,7 +24,7 @@
 // through a look-back with a chain per digit where each digit's keys go, and write them
 // there. Every path but the counting one skips a pass in which one digit holds every key,
 // and the one-launch sort and onesweep, whose counts come first, every pass where the keys
-// (of up to 4 bytes) are sorted already. plan.cuh holds what they all share: the argument
+// are sorted already. plan.cuh holds what they all share: the argument
 // checks, the passes, the buffers between them and each pass's role.
 #pragma once
 

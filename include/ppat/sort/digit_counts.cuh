@@ -43,23 +43,12 @@ struct order_watch {
 };
 
 // What a count that watches no order shows the keys to: it never finds them in order (a
-// segmented sort's chains, and 8-byte keys, whose counting kernel spilled 116 bytes a thread
-// at its 32 registers with the watch).
+// segmented sort's chains).
 struct no_order_watch {
   static constexpr bool in_order = false;
   template <class... Seen>
   __device__ __forceinline__ void see(const Seen&...) {}
 };
-
-// The watch of a sort's counting: of keys of up to 4 bytes sorted by every bit.
-template <class K>
-__device__ __forceinline__ auto watch_order(bool whole_keys) {
-  if constexpr (sizeof(K) <= 4) {
-    return order_watch<K>{whole_keys};
-  } else {
-    return no_order_watch{};
-  }
-}
 
 // Adds the digit of every pass that each of the keys [first, end) takes to `counts` (the
 // block's counters, every row zeroed, as digits_of_passes gives them), and shows each key to

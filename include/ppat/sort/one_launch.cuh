@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
   // sort's tile then needs (with a tile's keys at once, 96 to 132 bytes spilled a thread).
   const std::size_t first = std::size_t(tile) * Shape::tile_items;
   const std::size_t end = min(sort.n, first + Shape::tile_items);
-  auto watch = watch_order<K>(passes.begin_bit == 0 && sort.end_bit == 8 * int(sizeof(K)));
+  order_watch<K> watch{passes.begin_bit == 0 && sort.end_bit == 8 * int(sizeof(K))};
   for (std::size_t keys_first = first; keys_first < end; keys_first += Shape::threads) {
     count_pass_digits<Shape::threads, 1>(sort.keys_from[0], keys_first, end, digits, tile_counts,
                                          watch);

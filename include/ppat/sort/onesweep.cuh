@@ -47,10 +47,11 @@ using onesweep_tuning =
 template <class K, class V>
 using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>, 23, true>;
 
-// Digit counting for the large-input passes: 256 threads reading 8 keys each a step, 8
-// blocks an SM (docs/patterns.md, "Radix sort", has the shapes measured).
+// Digit counting for the large-input passes: 256 threads reading 8 keys each a step (8-byte
+// keys 4, the same bytes: 8 spilled 116 bytes a thread of the 32 registers with the order
+// watch), 8 blocks an SM (docs/patterns.md, "Radix sort", has the shapes measured).
 template <class K>
-struct digit_count_tuning : tuning<256, 8 * int(sizeof(K)), 8, 8> {
+struct digit_count_tuning : tuning<256, (sizeof(K) == 8 ? 32 : 8 * int(sizeof(K))), 8, 8> {
   static constexpr int keys = digit_count_tuning::bytes_per_thread / int(sizeof(K));
 };
 
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
 
   radix_digit<K> digits[most_passes<K>];
   digits_of_passes(passes, ord, end_bit, digits);
-  auto watch = watch_order<K>(passes.begin_bit == 0 && end_bit == 8 * int(sizeof(K)));
+  order_watch<K> watch{passes.begin_bit == 0 && end_bit == 8 * int(sizeof(K))};
   const std::size_t chunk = std::size_t(threads) * Tuning::keys;
   for (std::size_t first = std::size_t(blockIdx.x) * chunk; first < n;
        first += std::size_t(gridDim.x) * chunk) {
