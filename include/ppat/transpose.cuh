@@ -65,6 +65,7 @@
 #include "core/device.cuh"
 #include "core/error.cuh"
 #include "core/launch.cuh"
+#include "core/memory.cuh"
 #include "core/vector_io.cuh"
 #include "transpose/arguments.cuh"
 #include "transpose/element_tiles.cuh"
@@ -86,8 +87,6 @@ template <class T>
 void launch_vector_tiles(const T* in, T* out, const plane_layout& layout, const call_context& call);
 template <class T>
 void launch_transpose_inplace(T* data, std::size_t n, const call_context& call);
-template <class T>
-void copy_elements(const T* in, T* out, std::size_t count, const call_context& call);
 
 template <class T>
 constexpr void require_element_size() {
@@ -107,8 +106,8 @@ void transpose(const T* in, T* out, std::size_t rows, std::size_t cols, cudaStre
   if (count == 0) return;
   const detail::call_context call(stream, function);
   detail::require_transpose_readable(in, out, count, call);
-  if (rows == 1 || cols == 1) {
-    detail::copy_elements(in, out, count, call);
+  if (rows == 1 || cols == 1) {  // the result has the input's layout
+    detail::copy_items(in, out, count, call);
     return;
   }
   detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, cols, rows), call);
@@ -139,7 +138,7 @@ void transpose(const T* in, std::size_t ld_in, T* out, std::size_t ld_out, std::
   // result has the input's layout. Tiles would leave all but one of their rows empty (16-byte
   // elements moved at 8% of copy so).
   if ((rows == 1 && ld_out == 1) || (cols == 1 && ld_in == 1)) {
-    detail::copy_elements(in, out, rows * cols, call);
+    detail::copy_items(in, out, rows * cols, call);
     return;
   }
   detail::transpose_planes(in, out, detail::matrix_layout(rows, cols, ld_in, ld_out), call);
@@ -159,8 +158,8 @@ void transpose_batched(const T* in, T* out, std::size_t batch, std::size_t rows,
   if (count == 0) return;
   const detail::call_context call(stream, function);
   detail::require_transpose_readable(in, out, count, call);
-  if (rows == 1 || cols == 1) {
-    detail::copy_elements(in, out, count, call);
+  if (rows == 1 || cols == 1) {  // every matrix has the layout of its result
+    detail::copy_items(in, out, count, call);
     return;
   }
   detail::plane_layout layout = detail::matrix_layout(rows, cols, cols, rows);
@@ -227,14 +226,6 @@ __global__ void transpose_inplace_kernel(T* data, std::size_t n, std::size_t til
 template <class U>
 __global__ void permute_rows_kernel(const U* in, U* out, std::size_t row_units, std::size_t total,
                                     plane_layout rows);
-
-// A matrix with one row or one column, or a permute that keeps the order of the axes longer
-// than one, has the layout of its result: one copy.
-template <class T>
-void copy_elements(const T* in, T* out, std::size_t count, const call_context& call) {
-  call.check(cudaMemcpyAsync(out, in, count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
-             "cudaMemcpyAsync");
-}
 
 template <class T>
 void transpose_planes(const T* in, T* out, const plane_layout& layout, const call_context& call) {
@@ -311,8 +302,8 @@ template <class T>
 void permute_in_device(const T* in, T* out, const std::vector<std::size_t>& shape,
                        const std::vector<int>& axes, const call_context& call) {
   const permute_plan plan = plan_permute(shape, axes);
-  if (plan.how == permute_plan::kind::copy) {
-    copy_elements(in, out, plan.count, call);
+  if (plan.how == permute_plan::kind::copy) {  // axes longer than one keep their order
+    copy_items(in, out, plan.count, call);
     return;
   }
   if (plan.how == permute_plan::kind::planes) {

@@ -113,6 +113,16 @@ class temporary_buffer {
   const call_context& call_;
 };
 
+// `count` items of device memory from `in` to `out` on the call's stream. Every path that
+// copies a buffer whole copies through here (a sort's inputs or unsorted keys, a transpose
+// or permute that keeps the layout, a merge's last run, the rank's own part of an exchange),
+// so that how a large copy is made is decided in one place.
+template <class T>
+void copy_items(const T* in, T* out, std::size_t count, const call_context& call) {
+  call.check(cudaMemcpyAsync(out, in, count * sizeof(T), cudaMemcpyDeviceToDevice, call.stream()),
+             "cudaMemcpyAsync");
+}
+
 // The layouts of memory lent by stream_scratch: each has blocks of its own, so that no
 // kernel reads another's words as flags. They are named by layout, not by the pattern that
 // uses them: a new kernel picks the layout it writes.

@@ -175,9 +175,8 @@ inline void exchange(ncclComm_t comm, const ranks& group, const peer_transfers& 
                      const call_context& call) {
   const auto me = std::size_t(group.mine);
   if (moves.send_bytes[me] != 0) {
-    call.check(cudaMemcpyAsync(moves.receive_to[me], moves.send_from[me], moves.send_bytes[me],
-                               cudaMemcpyDeviceToDevice, call.stream()),
-               "cudaMemcpyAsync");
+    copy_items(static_cast<const unsigned char*>(moves.send_from[me]),
+               static_cast<unsigned char*>(moves.receive_to[me]), moves.send_bytes[me], call);
   }
   check_nccl(ncclGroupStart(), comm, call.function(), "ncclGroupStart");
   for (int peer = 0; peer < group.count; ++peer) {

@@ -225,14 +225,8 @@ void merge_runs(K* keys, V* values, const std::vector<std::size_t>& run_first, K
   }
   a_taken.release();
   if (from_keys == keys_out) return;
-  call.check(cudaMemcpyAsync(keys_out, from_keys, total * sizeof(K), cudaMemcpyDeviceToDevice,
-                             call.stream()),
-             "cudaMemcpyAsync");
-  if constexpr (has_values) {
-    call.check(cudaMemcpyAsync(values_out, from_values, total * sizeof(V), cudaMemcpyDeviceToDevice,
-                               call.stream()),
-               "cudaMemcpyAsync");
-  }
+  copy_items(from_keys, keys_out, total, call);
+  if constexpr (has_values) copy_items(from_values, values_out, total, call);
 }
 
 }  // namespace ppat::distributed::detail

@@ -71,16 +71,9 @@ void require_sort_buffers_readable(const K* keys_in, K* keys_out, const V* value
 template <class K, class V>
 void copy_unsorted(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                    const call_context& call) {
-  if (keys_in != keys_out) {
-    call.check(
-        cudaMemcpyAsync(keys_out, keys_in, n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream()),
-        "cudaMemcpyAsync");
-  }
+  if (keys_in != keys_out) copy_items(keys_in, keys_out, n, call);
   if constexpr (has_values_of<V>) {
-    if (values_in == values_out) return;
-    call.check(cudaMemcpyAsync(values_out, values_in, n * sizeof(V), cudaMemcpyDeviceToDevice,
-                               call.stream()),
-               "cudaMemcpyAsync");
+    if (values_in != values_out) copy_items(values_in, values_out, n, call);
   }
 }
 
@@ -199,14 +192,11 @@ class pass_buffers {
         keys_between_(passes > 1 || copy_inputs_first_ ? n : 0, call),
         values_between_(has_values && (passes > 1 || copy_inputs_first_) ? n : 0, call) {
     if (!copy_inputs_first_) return;
-    call.check(cudaMemcpyAsync(keys_between_.data(), keys_in, n * sizeof(K),
-                               cudaMemcpyDeviceToDevice, call.stream()),
-               "cudaMemcpyAsync");
+    copy_items(keys_in, keys_between_.data(), n, call);
     keys_in_ = keys_between_.data();
     if constexpr (has_values) {
-      call.check(cudaMemcpyAsync(values_between_.data(), values_in, n * sizeof(V),
-                                 cudaMemcpyDeviceToDevice, call.stream()),
-                 "cudaMemcpyAsync");
+      copy_items(reinterpret_cast<const value_or_char<V>*>(values_in), values_between_.data(), n,
+                 call);
       values_in_ = reinterpret_cast<const V*>(values_between_.data());
     }
   }
