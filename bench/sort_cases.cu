@@ -1,8 +1,9 @@
 // Radix sort beside CUB's DeviceRadixSort: keys of every width, pairs, a 16-bit range of a
 // 32-bit key, int64 keys below 2^24 (positions, whose high bytes never vary: passes ppat
 // skips), and the textbook rungs on u32 keys; segmented sorts beside CUB's
-// DeviceSegmentedSort, segments of one length given by offsets and as rows of a matrix. Bytes that
-// must move: the keys (and values) read once and written once; a sort makes several passes, so the
+// DeviceSegmentedSort, segments of one length given by offsets and as rows of a matrix, with
+// the bitonic rung; top-k beside a full sort, with the sort-then-take rung. Bytes that must
+// move: the keys (and values) read once and written once; a sort makes several passes, so the
 // percentage of copy says how close the whole sort comes to one pass at copy speed.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
@@ -167,8 +168,8 @@ void sort_case(session& s, std::size_t n, const sort_spec& spec) {
 
 // u32/u32 pairs in segments of `length` keys (n rounded down to whole segments), stable,
 // ascending: CUB's StableSortPairs and ppat's segmented_sort_pairs from one offset array,
-// and ppat's sort_pairs_batched on the same keys as rows.
-void segmented_sort_case(session& s, std::size_t n, std::size_t length) {
+// and ppat's sort_pairs_batched on the same keys as rows; with `textbook`, the bitonic rung.
+void segmented_sort_case(session& s, std::size_t n, std::size_t length, bool textbook) {
   using key = std::uint32_t;
   const cudaStream_t stream = s.stream();
   const std::size_t segments = n / length;
@@ -225,13 +226,24 @@ void segmented_sort_case(session& s, std::size_t n, std::size_t length) {
                                                    stream);
                         },
                         matches_cub});
+  if (textbook) {
+    c.variants.push_back({"textbook::bitonic_segmented_sort_pairs",
+                          [&](int k) {
+                            ppat::textbook::bitonic_segmented_sort_pairs(
+                                keys_in[k].data(), keys_out[k].data(), values_in[k].data(),
+                                values_out[k].data(), n, segments, offsets.data(),
+                                offsets.data() + 1, ppat::order::ascending, stream);
+                          },
+                          matches_cub});
+  }
   s.run(c);
 }
 
 // The k largest of n f32 keys with their positions: ppat's top_k against what CUB offers,
 // a full SortPairsDescending of (key, position) whose first k are the answer (the positions
-// made once, outside the timing). Bytes that must move: the keys read once.
-void top_k_case(session& s, std::size_t n, std::size_t k) {
+// made once, outside the timing); with `textbook`, the sort-then-take rung, which makes its
+// positions in the call. Bytes that must move: the keys read once.
+void top_k_case(session& s, std::size_t n, std::size_t k, bool textbook) {
   using key = float;
   const cudaStream_t stream = s.stream();
   const int sets = s.rotation_sets(double(n) * sizeof(key));
@@ -280,6 +292,15 @@ void top_k_case(session& s, std::size_t n, std::size_t k) {
                                       indices_out.data(), ppat::order::descending, stream);
                         },
                         matches_cub});
+  if (textbook) {
+    c.variants.push_back({"textbook::sort_then_take_top_k",
+                          [&](int set) {
+                            ppat::textbook::sort_then_take_top_k(
+                                keys_in[set].data(), n, k, keys_out.data(), indices_out.data(),
+                                ppat::order::descending, stream);
+                          },
+                          matches_cub});
+  }
   s.run(c);
 }
 
@@ -371,14 +392,18 @@ void bench_sort(session& s) {
     if (s.wants_type("u16", default_types)) sort_case<std::uint16_t, void>(s, n, {});
     if (s.wants_type("i32", default_types)) sort_case<std::int32_t, void>(s, n, {});
     if (s.wants_type("i64", default_types)) sort_case<std::int64_t, void>(s, n, {});
+    // The bitonic rung makes about log2(length)^2 / 2 steps over every key: up to 2^24 keys.
     if (s.wants_type("u32", default_types)) {
-      for (std::size_t length : {16, 100, 1000, 10000})
-        if (length <= n && n < (std::size_t{1} << 31)) segmented_sort_case(s, n, length);
+      for (std::size_t length : {16, 100, 1000, 10000}) {
+        if (length <= n && n < (std::size_t{1} << 31))
+          segmented_sort_case(s, n, length, n <= (std::size_t{1} << 24));
+      }
     }
-    // Top-k in every run, quick ones too, unless the types asked for leave f32 out.
+    // Top-k in every run, quick ones too, unless the types asked for leave f32 out; the
+    // sort-then-take rung up to 2^28 keys (its sort's buffers beside CUB's).
     if (s.wants_type("f32", std::vector<std::string>{"f32"})) {
       for (std::size_t k : {16, 1000})
-        if (k <= n && n < (std::size_t{1} << 31)) top_k_case(s, n, k);
+        if (k <= n && n < (std::size_t{1} << 31)) top_k_case(s, n, k, n <= (std::size_t{1} << 28));
       // Rows of logits: a vocabulary of 32,768 or 131,072, the sampler's k.
       for (const auto& [cols, k] : {std::pair<std::size_t, std::size_t>{32768, 50},
                                     std::pair<std::size_t, std::size_t>{131072, 1000}})

@@ -4,10 +4,11 @@
 // that must stay untouched, offsets that are no range (read as empty), one offset array
 // for both ends; every offset type; keys of every width, floats with NaNs and signed zeros,
 // both orders; pairs with positions as values (which show stability) and 16-byte values; in
-// place; rows of a matrix; graph capture; a segment longer than a look-back chain; bad
-// arguments. Outputs are poisoned first and checked whole, bitwise: items outside every
-// segment must keep the poison.
+// place; rows of a matrix; graph capture; a segment longer than a look-back chain; the
+// textbook bitonic sort; bad arguments. Outputs are poisoned first and checked whole, bitwise:
+// items outside every segment must keep the poison.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -132,10 +133,13 @@ std::vector<T> expected_output(const std::vector<T>& in, const std::vector<long 
   return out;
 }
 
+// Which call sorts: ppat's, or the textbook rung's.
+enum class sorter { ppat, bitonic };
+
 // Sorts keys (and values, unless V is char) in segments s with offsets of type Offset,
 // one offset array where `one_array` (the segments then cover [0, n) in order), and checks
 // every output item and guard, and that the inputs come back unchanged.
-template <class K, class V, class Offset>
+template <class K, class V, class Offset, sorter Sorter = sorter::ppat>
 void expect_segments_sorted(std::size_t n, const segments& s, ppat::order ord,
                             bool one_array = false) {
   constexpr bool with_values = !std::is_same_v<V, char>;
@@ -154,13 +158,21 @@ void expect_segments_sorted(std::size_t n, const segments& s, ppat::order ord,
   auto begin_offsets = on_device(begins);
   auto end_offsets = on_device(ends);
   const Offset* end_data = one_array ? begin_offsets->data() + 1 : end_offsets->data();
-  if constexpr (with_values) {
+  if constexpr (with_values && Sorter == sorter::ppat) {
     ppat::segmented_sort_pairs(keys_in->data(), keys_out->data(), values_in->data(),
                                values_out->data(), n, s.begins.size(), begin_offsets->data(),
                                end_data, ord);
-  } else {
+  } else if constexpr (Sorter == sorter::ppat) {
     ppat::segmented_sort_keys(keys_in->data(), keys_out->data(), n, s.begins.size(),
                               begin_offsets->data(), end_data, ord);
+  } else if constexpr (with_values) {
+    ppat::textbook::bitonic_segmented_sort_pairs(
+        keys_in->data(), keys_out->data(), values_in->data(), values_out->data(), n,
+        s.begins.size(), begin_offsets->data(), end_data, ord);
+  } else {
+    ppat::textbook::bitonic_segmented_sort_keys(keys_in->data(), keys_out->data(), n,
+                                                s.begins.size(), begin_offsets->data(), end_data,
+                                                ord);
   }
   ppat_test::expect_no_cuda_error();
   segments checked = s;
@@ -179,10 +191,10 @@ void expect_segments_sorted(std::size_t n, const segments& s, ppat::order ord,
       << "written outside a buffer";
 }
 
-template <class K, class V, class Offset>
+template <class K, class V, class Offset, sorter Sorter = sorter::ppat>
 void expect_segments_sorted(std::size_t n, layout l, ppat::order ord, bool one_array = false) {
   SCOPED_TRACE(name(l));
-  expect_segments_sorted<K, V, Offset>(n, draw_segments<K, V>(n, l), ord, one_array);
+  expect_segments_sorted<K, V, Offset, Sorter>(n, draw_segments<K, V>(n, l), ord, one_array);
 }
 
 constexpr ppat::order orders[] = {ppat::order::ascending, ppat::order::descending};
@@ -286,6 +298,33 @@ TEST(segmented_sort, every_offset_type_and_one_offset_array) {
       expect_segments_sorted<float, char, std::int64_t>(n, layout::edges, ord, true);
     }
   }
+}
+
+// The textbook rung: segments in shared memory (up to 2048 keys) and in global memory, every
+// layout, keys of 2, 4 and 8 bytes, pairs; one offset array.
+template <class K, class V = char>
+void bitonic_every_layout(const char* type) {
+  SCOPED_TRACE(std::string(type) + ", textbook bitonic sort");
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{1}, std::size_t{41}, std::size_t{4096}, std::size_t{70001}}) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (layout l : layouts) {
+      if (sampled_out(n, l)) continue;
+      for (ppat::order ord : orders)
+        expect_segments_sorted<K, V, long long, sorter::bitonic>(n, l, ord);
+    }
+  }
+  expect_segments_sorted<K, V, int, sorter::bitonic>(5000, layout::edges, ppat::order::ascending,
+                                                     true);
+}
+
+TEST(segmented_sort, textbook_bitonic_sort) {
+  PPAT_REQUIRE_GPU();
+  bitonic_every_layout<std::uint32_t>("u32");
+  bitonic_every_layout<__half>("f16");
+  bitonic_every_layout<double>("f64");
+  bitonic_every_layout<float, std::uint32_t>("f32/u32");
+  bitonic_every_layout<std::int64_t, wide>("i64/16-byte");
 }
 
 // Pairs and keys alone sorted in place: every segment read before any of it is written. Integer
@@ -546,6 +585,24 @@ TEST(segmented_sort_arguments, bad_arguments_are_rejected) {
         ppat::sort_keys_batched(buffer, buffer + 8, std::size_t{1} << 40, std::size_t{1} << 40);
       },
       "cols");
+  // The textbook rung sorts into outputs of their own.
+  rejects(
+      [&] {
+        ppat::textbook::bitonic_segmented_sort_keys(buffer, buffer, 4, 2, offsets, offsets + 1);
+      },
+      "'out'");
+  rejects(
+      [&] {
+        ppat::textbook::bitonic_segmented_sort_pairs(buffer, buffer + 8, buffer + 16, buffer + 16,
+                                                     4, 2, offsets, offsets + 1);
+      },
+      "values_out");
+  rejects(
+      [&] {
+        ppat::textbook::bitonic_segmented_sort_keys(buffer, buffer + 8, 4, 2, no_offsets,
+                                                    offsets + 1);
+      },
+      "begin_offsets");
 }
 
 TEST(segmented_sort, nothing_to_sort_launches_nothing) {

@@ -1,11 +1,12 @@
 // Top-k against the first k of a host stable sort: keys of every width, floats with NaNs of
 // any payload, infinities and signed zeros, inputs of few distinct values (ties decided by
 // position, across tile and block boundaries), every k from 1 to n on sizes from one key to
-// more than a block's run, both orders, index types of every width; graph capture; bad
-// arguments. The batched form row by row against the same reference, on shapes of a block a
-// row and of rows long enough for the whole GPU each. Outputs are poisoned first and checked
-// whole, bitwise.
+// more than a block's run, both orders, index types of every width; graph capture; the
+// textbook sort-then-take rung; bad arguments. The batched form row by row against the same
+// reference, on shapes of a block a row and of rows long enough for the whole GPU each. Outputs are
+// poisoned first and checked whole, bitwise.
 #include <ppat/ppat.cuh>
+#include <ppat/textbook.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -51,8 +52,11 @@ std::vector<K> draw_keys(std::size_t n, bool few) {
   return keys;
 }
 
+// Which call takes the k: ppat's, or the textbook rung's.
+enum class taker { ppat, sort_then_take };
+
 // `order`: the host's stable sort of the keys in `ord`.
-template <class K, class Index>
+template <class K, class Index, taker Taker = taker::ppat>
 void expect_top_k(const std::vector<K>& keys, std::size_t k, ppat::order ord,
                   const std::vector<std::size_t>& order) {
   const std::size_t n = keys.size();
@@ -61,7 +65,12 @@ void expect_top_k(const std::vector<K>& keys, std::size_t k, ppat::order ord,
   const auto in = on_device(keys);
   const auto keys_out = poisoned<K>(k);
   const auto indices_out = poisoned<Index>(k);
-  ppat::top_k(in->data(), n, k, keys_out->data(), indices_out->data(), ord);
+  if constexpr (Taker == taker::ppat) {
+    ppat::top_k(in->data(), n, k, keys_out->data(), indices_out->data(), ord);
+  } else {
+    ppat::textbook::sort_then_take_top_k(in->data(), n, k, keys_out->data(), indices_out->data(),
+                                         ord);
+  }
   PPAT_CUDA_OK(cudaDeviceSynchronize());
   std::vector<K> expected_keys(k);
   std::vector<Index> expected_indices(k);
@@ -125,6 +134,36 @@ TEST(top_k, floating_point_keys) {
   every_case<float>("f32");
   every_case<double>("f64");
   every_case<__half>("f16");
+}
+
+// The textbook rung: keys of every bit pattern and of few values (ties), both orders, k from
+// 1 to n, on the sort's one-tile, one-launch and onesweep sizes.
+template <class K, class Index = std::int64_t>
+void sort_then_take_cases(const char* type) {
+  SCOPED_TRACE(std::string(type) + ", textbook sort then take");
+  PPAT_TRACE_SEED();
+  for (std::size_t n : {std::size_t{7}, std::size_t{8193}, std::size_t{1000003}}) {
+    if (ppat_test::over_item_budget(n)) continue;
+    for (bool few : {false, true}) {
+      const std::vector<K> keys = draw_keys<K>(n, few);
+      for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+        const auto order =
+            ppat_reference::sorted_positions(keys, /*descending=*/ord == ppat::order::descending);
+        for (std::size_t k : {std::size_t{1}, n / 2, n}) {
+          if (sampled_out(k, n)) continue;
+          expect_top_k<K, Index, taker::sort_then_take>(keys, k, ord, order);
+        }
+      }
+    }
+  }
+}
+
+TEST(top_k, textbook_sort_then_take) {
+  PPAT_REQUIRE_GPU();
+  sort_then_take_cases<float>("f32");
+  sort_then_take_cases<std::uint32_t, std::uint32_t>("u32, u32 indices");
+  sort_then_take_cases<double>("f64");
+  sort_then_take_cases<__half, std::int32_t>("f16, i32 indices");
 }
 
 TEST(top_k, index_types) {
@@ -443,6 +482,13 @@ TEST(top_k_arguments, bad_arguments_are_rejected_before_any_launch) {
         ppat::top_k(in->data(), 300, 5, keys_out->data(), indices_out->data(), ppat::order(7));
       },
       "ord");
+  ppat_test::expect_rejected("sort_then_take_top_k", "'k'", [&] {
+    ppat::textbook::sort_then_take_top_k(in->data(), 300, 301, keys_out->data(),
+                                         indices_out->data());
+  });
+  ppat_test::expect_rejected("sort_then_take_top_k", "keys_out", [&] {
+    ppat::textbook::sort_then_take_top_k(in->data(), 300, 5, in->data() + 10, indices_out->data());
+  });
   ppat_test::expect_no_cuda_error();
   // Nothing to take is no error.
   ppat::top_k(in->data(), 300, 0, keys_out->data(), indices_out->data());
