@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <type_traits>
 #include <vector>
@@ -265,17 +266,37 @@ bool key_less(const K& a, const K& b) {
   }
 }
 
-// Bits [begin_bit, end_bit) of an unsigned key.
+// The key's order-preserving unsigned image, as the API defines it: unsigned integers are
+// their own; signed ones flip the sign bit; floating point flips every bit of a negative
+// number and the sign bit of a positive one, and every NaN is all ones.
+template <class K>
+std::uint64_t order_image(const K& key) {
+  constexpr int bits = 8 * int(sizeof(K));
+  const std::uint64_t all = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+  const std::uint64_t sign = std::uint64_t{1} << (bits - 1);
+  std::uint64_t b = 0;
+  std::memcpy(&b, &key, sizeof(K));
+  if constexpr (is_float_key<K>) {
+    if (std::isnan(as_double(key))) return all;
+    return (b & sign) != 0 ? ~b & all : b | sign;
+  } else if constexpr (std::is_signed_v<K>) {
+    return b ^ sign;
+  } else {
+    return b;
+  }
+}
+
+// Bits [begin_bit, end_bit) of a key's image.
 template <class K>
 std::uint64_t key_bits(const K& key, int begin_bit, int end_bit) {
   const std::uint64_t mask = end_bit - begin_bit >= 64
                                  ? ~std::uint64_t{0}
                                  : (std::uint64_t{1} << (end_bit - begin_bit)) - 1;
-  return (std::uint64_t(key) >> begin_bit) & mask;
+  return (order_image(key) >> begin_bit) & mask;
 }
 
 // The input positions in sorted order: a stable sort, ascending or descending, by the whole
-// key or (unsigned keys) by a range of its bits.
+// key or by a range of its image's bits.
 template <class K>
 std::vector<std::size_t> sorted_positions(const std::vector<K>& keys, bool descending,
                                           int begin_bit = 0, int end_bit = 8 * sizeof(K)) {
@@ -284,11 +305,7 @@ std::vector<std::size_t> sorted_positions(const std::vector<K>& keys, bool desce
   const bool whole = begin_bit == 0 && end_bit == int(8 * sizeof(K));
   const auto less = [&](std::size_t i, std::size_t j) {
     if (whole) return key_less(keys[i], keys[j]);
-    if constexpr (std::is_unsigned_v<K>) {
-      return key_bits(keys[i], begin_bit, end_bit) < key_bits(keys[j], begin_bit, end_bit);
-    } else {
-      return false;
-    }
+    return key_bits(keys[i], begin_bit, end_bit) < key_bits(keys[j], begin_bit, end_bit);
   };
   if (!descending) {
     std::stable_sort(positions.begin(), positions.end(), less);
