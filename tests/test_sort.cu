@@ -362,6 +362,7 @@ TEST(sort, pairs_with_1_8_and_16_byte_values) {
   pairs_with_values<std::uint32_t, std::uint64_t>("u32 / u64");
   pairs_with_values<std::uint32_t, wide>("u32 / 16-byte struct");
   pairs_with_values<double, wide>("f64 / 16-byte struct");
+  pairs_with_values<std::uint64_t, wide>("u64 / 16-byte struct");
   pairs_with_values<std::uint8_t, wide>("u8 / 16-byte struct");
   pairs_with_values<std::int64_t, std::uint64_t>("i64 / u64");
 }

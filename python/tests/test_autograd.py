@@ -155,7 +155,7 @@ def test_sorts_and_topk_along_other_dimensions():
     a = distinct(300, 4, 40)
     for dim in (0, 1):
         assert_same_gradient(lambda x: ppat.sort(x, True, dim=dim),
-                             lambda x: torch.sort(x, dim, descending=True, stable=True)[0], a)
+                             lambda x: torch.sort(x, dim=dim, descending=True, stable=True)[0], a)
         assert_same_gradient(lambda x: ppat.topk(x, 3, dim)[0],
                              lambda x: torch.topk(x, 3, dim)[0], a)
 

@@ -95,10 +95,20 @@ def opcheck_arguments(case):
     }[case]
 
 
+# The untrimmed selections leave their outputs past the count unwritten, so an eager run and
+# a traced one differ there: opcheck's AOT-dispatch test, which compares whole outputs, does
+# not apply to them (their compiled use is tested below on the counted items).
+WHOLE_OUTPUTS_UNSPECIFIED = ("test_schema", "test_autograd_registration", "test_faketensor")
+
+
 @pytest.mark.parametrize("case", OPCHECK_CASES)
 def test_operator_passes_opcheck(case):
     operator = getattr(torch.ops.ppat, case.split()[0]).default
-    torch.library.opcheck(operator, opcheck_arguments(case))
+    if case.endswith("_untrimmed"):
+        torch.library.opcheck(operator, opcheck_arguments(case),
+                              test_utils=WHOLE_OUTPUTS_UNSPECIFIED)
+    else:
+        torch.library.opcheck(operator, opcheck_arguments(case))
 
 
 # ---- Compiled functions --------------------------------------------------------------------
