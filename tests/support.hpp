@@ -222,6 +222,9 @@ inline std::vector<affine> random_affine_maps(std::size_t n) {
 struct wide {  // a 16-byte value
   std::uint32_t a, b, c, d;
 };
+struct alignas(16) two_words {  // a 16-byte value of 8-byte words, as complex128 is
+  std::uint64_t low, high;
+};
 
 // `call()` throws std::invalid_argument whose message names `function` and contains
 // `argument` (the argument's name, quoted as the message quotes it where that matters).

@@ -31,6 +31,7 @@ using ppat_test::key_with_bits;
 using ppat_test::on_device;
 using ppat_test::poisoned;
 
+using ppat_test::two_words;
 using ppat_test::wide;
 
 template <class K>
@@ -172,6 +173,10 @@ std::vector<V> draw_values(std::size_t n) {
     const auto words = ppat_test::random_integers<std::uint32_t>(4 * n, 0, 0xFFFFFFFFll);
     for (std::size_t i = 0; i < n; ++i)
       values[i] = {words[4 * i], words[4 * i + 1], std::uint32_t(i), words[4 * i + 3]};
+  } else if constexpr (std::is_same_v<V, two_words>) {
+    const auto words = ppat_test::random_integers<std::uint64_t>(n, 0, 0x7FFFFFFFFFFFFFFFll);
+    for (std::size_t i = 0; i < n; ++i)
+      values[i] = {words[i], std::uint64_t(i)};
   } else {
     std::uniform_int_distribution<std::uint64_t> any;
     for (auto& v : values)
@@ -363,6 +368,9 @@ TEST(sort, pairs_with_1_8_and_16_byte_values) {
   pairs_with_values<std::uint32_t, wide>("u32 / 16-byte struct");
   pairs_with_values<double, wide>("f64 / 16-byte struct");
   pairs_with_values<std::uint64_t, wide>("u64 / 16-byte struct");
+  pairs_with_values<std::uint64_t, two_words>("u64 / two 8-byte words");
+  pairs_with_values<std::int64_t, two_words>("i64 / two 8-byte words");
+  pairs_with_values<double, two_words>("f64 / two 8-byte words");
   pairs_with_values<std::uint8_t, wide>("u8 / 16-byte struct");
   pairs_with_values<std::int64_t, std::uint64_t>("i64 / u64");
 }
