@@ -205,7 +205,7 @@ void segmented_sort(const K* keys_in, K* keys_out, const V* values_in, V* values
   const call_context call(stream, function);
   require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
   require_segment_offsets_readable(begin_offsets, end_offsets, num_segments, call);
-  segmented_radix_sort(keys_in, keys_out, values_in, values_out, n,
+  segmented_radix_sort(keys_in, keys_out, moved_values(values_in), moved_values(values_out), n,
                        offset_segments<Offset>{begin_offsets, end_offsets, n, num_segments}, 2, ord,
                        n <= few_launches_items, call);
 }
@@ -253,7 +253,8 @@ void batched_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_o
   if (n == 0) return;
   const call_context call(stream, function);
   require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
-  sort_rows(keys_in, keys_out, values_in, values_out, rows, cols, ord, call);
+  sort_rows(keys_in, keys_out, moved_values(values_in), moved_values(values_out), rows, cols, ord,
+            call);
 }
 
 }  // namespace detail

@@ -82,7 +82,8 @@ void radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out
   if (n == 0) return;
   const call_context call(stream, function);
   require_sort_buffers_readable(keys_in, keys_out, values_in, values_out, n, call);
-  sort_on_its_path(keys_in, keys_out, values_in, values_out, n, ord, begin_bit, end_bit, call);
+  sort_on_its_path(keys_in, keys_out, moved_values(values_in), moved_values(values_out), n, ord,
+                   begin_bit, end_bit, call);
 }
 
 // n > 0 keys in checked buffers, sorted on the path n picks: also for calls that sort

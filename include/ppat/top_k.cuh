@@ -210,8 +210,8 @@ void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Ind
       in, ordered.data(), k, taken_keys.data(), taken_positions.data());
   check_launch(function, "gather_taken_kernel");
   ordered.release();
-  sort_on_its_path(taken_keys.data(), keys_out, taken_positions.data(), indices_out, k, ord, 0,
-                   8 * int(sizeof(K)), call);
+  sort_on_its_path(taken_keys.data(), keys_out, moved_values(taken_positions.data()),
+                   moved_values(indices_out), k, ord, 0, 8 * int(sizeof(K)), call);
   taken_keys.release();
   taken_positions.release();
 }
@@ -329,7 +329,8 @@ void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t 
         in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
     check_launch(function, "select_rows_kernel");
   }
-  sort_rows(taken_keys.data(), keys_out, taken_positions.data(), indices_out, rows, k, ord, call);
+  sort_rows(taken_keys.data(), keys_out, moved_values(taken_positions.data()),
+            moved_values(indices_out), rows, k, ord, call);
   taken_keys.release();
   taken_positions.release();
 }
