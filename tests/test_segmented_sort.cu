@@ -36,6 +36,7 @@ using ppat_test::on_device;
 using ppat_test::poisoned;
 using ppat_test::segments;
 
+using ppat_test::two_words;
 using ppat_test::wide;
 
 // Keys of every bit pattern, a quarter of them from a handful of values so that segments
@@ -61,6 +62,8 @@ std::vector<V> draw_values(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (std::is_same_v<V, wide>) {
       values[i] = {std::uint32_t(i), std::uint32_t(ppat_test::rng()()), ~std::uint32_t(i), 7u};
+    } else if constexpr (std::is_same_v<V, two_words>) {
+      values[i] = {std::uint64_t(ppat_test::rng()()), std::uint64_t(i)};
     } else {
       values[i] = V(i);  // positions: they show stability
     }
@@ -246,6 +249,7 @@ TEST(segmented_sort, pairs_are_stable) {
   every_layout<float, std::uint32_t>("f32/u32");
   every_layout<std::uint8_t, std::uint64_t>("u8/u64");
   every_layout<std::uint64_t, wide>("u64/16-byte");
+  every_layout<std::int64_t, two_words>("i64/two 8-byte words");
 }
 
 // Up to ppat::detail::few_launches_items keys (every size above), the short bins share one
