@@ -35,15 +35,20 @@
 namespace ppat::detail {
 
 // Large inputs: tiles two an SM. The look-back and the digit-start loads are paid per tile,
-// so large tiles pay them for more keys: 4-byte keys 512 threads x 16; pairs and larger keys
-// 384 threads (80 registers) x as many as 184 bytes a thread hold, at most 23 (23 u32/u32
-// pairs, 15 of 12 bytes, 11 of 16, 23 u64 keys): what two tiles' staged pairs and rank counts
-// leave of an SM's shared memory, and CUB's shape for 8-byte pairs. 512 threads x 16 (64
-// registers), 256 threads three an SM, one 512-thread tile an SM, and 384 x 20 to 22 were all
-// slower (docs/patterns.md, "Radix sort", the figures).
+// so large tiles pay them for more keys: 4-byte keys 512 threads x 16; pairs 384 threads (80
+// registers) x as many as 184 bytes a thread hold, at most 23 (23 u32/u32 pairs, 15 of 12
+// bytes, 11 of 16): what two tiles' staged pairs and rank counts leave of an SM's shared
+// memory, and CUB's shape for 8-byte pairs. 512 threads x 16 (64 registers), 256 threads three
+// an SM, one 512-thread tile an SM, and 384 x 20 to 22 were all slower for pairs. 8-byte keys
+// alone take 384 x 16, as the segmented sort's chains do: with 23, ptxas spills 108 to 148
+// bytes a thread of their 80 registers (u32/u32 pairs 32), and in the chains 384 x 16 sorted
+// them up to a fifth faster than 384 x 23 (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
-using onesweep_tuning =
-    std::conditional_t<pair_bytes<K, V> <= 4, tuning<512, 64, 2>, tuning<384, 184, 2>>;
+constexpr bool eight_byte_keys_alone = sizeof(K) == 8 && !has_values_of<V>;
+template <class K, class V>
+using onesweep_tuning = std::conditional_t<
+    pair_bytes<K, V> <= 4, tuning<512, 64, 2>,
+    std::conditional_t<eight_byte_keys_alone<K, V>, tuning<384, 128, 2>, tuning<384, 184, 2>>>;
 template <class K, class V>
 using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>, 23, true>;
 
@@ -174,10 +179,11 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
 
 // ---- The sort --------------------------------------------------------------------------------
 
-template <class K, class V>
+// `Shape`: the tiles' (onesweep_shape; others to time against it).
+template <class K, class V, class Shape = onesweep_shape<K, V>>
 void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                    radix_passes passes, order ord, int end_bit, const call_context& call) {
-  using shape = onesweep_shape<K, V>;
+  using shape = Shape;
   constexpr std::size_t portion = portion_of<shape>;
   const std::size_t portion_tiles = ceil_div(std::min(n, portion), shape::tile_items);
   // The zeroed head: counts, blocks_done, tile_counter and out_of_order (16 bytes for the
