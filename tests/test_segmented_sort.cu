@@ -4,9 +4,9 @@
 // that must stay untouched, offsets that are no range (read as empty), one offset array
 // for both ends; every offset type; keys of every width, floats with NaNs and signed zeros,
 // both orders; pairs with positions as values (which show stability) and 16-byte values; in
-// place; rows of a matrix; graph capture; a segment longer than a look-back chain; the
-// textbook bitonic sort; bad arguments. Outputs are poisoned first and checked whole, bitwise:
-// items outside every segment must keep the poison.
+// place; rows of a matrix; graph capture; a segment longer than a look-back chain; more than
+// 2^32 items in a segment; the textbook bitonic sort; bad arguments. Outputs are poisoned first and
+// checked whole, bitwise: items outside every segment must keep the poison.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -539,6 +539,58 @@ TEST(segmented_sort, huge_segment_of_several_chains) {
     wrong += (i < 5) != (got_values[i] < 5);
   }
   EXPECT_EQ(wrong, 0u);
+}
+
+// More than 2^32 items, one segment of more than 2^32 keys among a short one, a tiny one and
+// an empty one, listed out of order, and a gap after them that must keep the poison. u8 keys
+// alone, in [0, 250): the giant segment is checked by its counts of each key, in order.
+TEST(segmented_sort, huge_u8_segment_above_2_pow_32) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 32) + 4099;
+  const std::size_t giant_end = (std::size_t{1} << 32) + 3000, short_end = giant_end + 100;
+  const std::vector<long long> begins = {5, (long long)giant_end, 0, (long long)n - 7};
+  const std::vector<long long> ends = {(long long)giant_end, (long long)short_end, 5,
+                                       (long long)n - 7};
+  std::vector<std::uint8_t> keys(n);
+  std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
+  std::size_t giant_counts[256] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = std::uint8_t((i * 7 + (cheap() & 1) * 128) % 250);
+    if (i >= 5 && i < giant_end) ++giant_counts[keys[i]];
+  }
+  std::vector<std::uint8_t> tiny(keys.begin(), keys.begin() + 5);
+  std::vector<std::uint8_t> short_one(keys.begin() + std::ptrdiff_t(giant_end),
+                                      keys.begin() + std::ptrdiff_t(short_end));
+  std::sort(tiny.begin(), tiny.end());
+  std::sort(short_one.begin(), short_one.end());
+
+  const auto in = on_device(keys);
+  keys = {};
+  const auto out = poisoned<std::uint8_t>(n);
+  auto begin_offsets = on_device(begins);
+  auto end_offsets = on_device(ends);
+  ppat::segmented_sort_keys(in->data(), out->data(), n, begins.size(), begin_offsets->data(),
+                            end_offsets->data());
+  ppat_test::expect_no_cuda_error();
+  const auto got = out->download();
+  EXPECT_TRUE(std::equal(tiny.begin(), tiny.end(), got.begin()));
+  std::size_t at = 5, first_wrong = n;
+  for (int key = 0; key < 256 && first_wrong == n; ++key) {
+    for (std::size_t c = 0; c < giant_counts[key]; ++c, ++at) {
+      if (got[at] != key) {
+        first_wrong = at;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(first_wrong, n) << "the giant segment's first wrong key";
+  EXPECT_TRUE(
+      std::equal(short_one.begin(), short_one.end(), got.begin() + std::ptrdiff_t(giant_end)));
+  EXPECT_TRUE(std::all_of(got.begin() + std::ptrdiff_t(short_end), got.end(), [](std::uint8_t key) {
+    return key == ppat_test::poison_byte;
+  })) << "items outside every segment were written";
+  EXPECT_TRUE(out->guards_intact());
 }
 
 TEST(segmented_sort_arguments, bad_arguments_are_rejected) {
