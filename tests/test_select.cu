@@ -2,8 +2,9 @@
 // reference: item types u8, i32, u64, f32 (NaN and signed zeros), a 12-byte and a 16-byte
 // struct; sizes from 1 past tile and look-back boundaries; selections and runs from none to
 // all; buffers one item off their alignment; streams and graph capture; the textbook rungs;
-// bad arguments. Outputs are poisoned first: every item up to the count is checked, and
-// every item past it must still hold the poison.
+// bad arguments; unique and both partitions of u8 past 2^32 items. Outputs are poisoned
+// first: every item up to the count is checked, and every item past it must still hold the
+// poison.
 #include <ppat/ppat.cuh>
 #include <ppat/textbook.cuh>
 
@@ -755,6 +756,20 @@ TEST(select, huge_u8_above_2_pow_32) {
   for (std::size_t i = 0; i < n; ++i)  // a run of two every 16 items, single items between
     in[i] = std::uint8_t(i % 16 == 1 ? in[i - 1] : (i * 7 + (cheap() & 1) * 128) & 0xFF);
   check_unique(in);
+}
+
+// Both partitions past 2^32 items: partition_copy in one pass, partition counted first (its
+// inputs far past the tiles a GPU holds at once). Random bytes: about half of them odd.
+TEST(select, huge_u8_partitions_above_2_pow_32) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = (std::size_t{1} << 32) + 4099;
+  std::vector<std::uint8_t> in(n);
+  std::minstd_rand cheap(std::uint32_t(ppat_test::run_seed()));
+  for (auto& item : in)
+    item = std::uint8_t(cheap() >> 8);
+  check_partition_copy(in);
+  check_partition(in);
 }
 
 TEST(select_arguments, bad_arguments_are_rejected) {
