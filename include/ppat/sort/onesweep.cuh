@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
 
 // ---- The sort --------------------------------------------------------------------------------
 
-// `Shape`: the tiles' (onesweep_shape; others to time against it).
+// `Shape`: the tiles, onesweep_shape but where a probe times another against it.
 template <class K, class V, class Shape = onesweep_shape<K, V>>
 void onesweep_sort(const K* keys_in, K* keys_out, const V* values_in, V* values_out, std::size_t n,
                    radix_passes passes, order ord, int end_bit, const call_context& call) {
