@@ -40,15 +40,15 @@ namespace ppat::detail {
 // bytes, 11 of 16): what two tiles' staged pairs and rank counts leave of an SM's shared
 // memory, and CUB's shape for 8-byte pairs. 512 threads x 16 (64 registers), 256 threads three
 // an SM, one 512-thread tile an SM, and 384 x 20 to 22 were all slower for pairs. 8-byte keys
-// alone take 384 x 16, as the segmented sort's chains do: with 23, ptxas spills 108 to 148
-// bytes a thread of their 80 registers (u32/u32 pairs 32), and in the chains 384 x 16 sorted
-// them up to a fifth faster than 384 x 23 (docs/patterns.md, "Radix sort", the figures).
+// alone take 384 x 18: with 23, ptxas spills 108 to 148 bytes a thread of their 80 registers
+// (f64 12 at 18), and of 384 x 16 to 23, 512 x 16 and 256 x 16, 18 was the one at or above
+// CUB for u64, i64 and f64 at every size timed (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
 constexpr bool eight_byte_keys_alone = sizeof(K) == 8 && !has_values_of<V>;
 template <class K, class V>
 using onesweep_tuning = std::conditional_t<
     pair_bytes<K, V> <= 4, tuning<512, 64, 2>,
-    std::conditional_t<eight_byte_keys_alone<K, V>, tuning<384, 128, 2>, tuning<384, 184, 2>>>;
+    std::conditional_t<eight_byte_keys_alone<K, V>, tuning<384, 144, 2>, tuning<384, 184, 2>>>;
 template <class K, class V>
 using onesweep_shape = tile_shape<K, V, onesweep_tuning<K, V>, 23, true>;
 
