@@ -15,7 +15,12 @@
 # H200 (tree bf75e2147d34082d, 2026-12-04: build 447 s on a fresh machine, tests 136 s,
 # sanitizers not done in the 460 s left after the tests (340 s alone on earlier trees), check
 # and bench 28 s; python 270 s before), so it takes calls one after another on one warm
-# machine, which keeps the build between them (the idle machine is given back after 30 s):
+# machine, which keeps the build between them (the idle machine is given back after 30 s).
+# With the largest test suites compiled from several files, build, tests, check and bench
+# took 446 s in one call on a fresh H100 (tree cc640cbf945c8a39, 2026-12-05: build 247 s,
+# tests 173 s), so that the first call can be:
+#   scripts/device-check.sh build tests check bench
+# and otherwise:
 #   scripts/device-check.sh build
 #   scripts/device-check.sh tests check bench
 #   scripts/device-check.sh sanitizers
