@@ -15,4 +15,13 @@ TEST(top_k_batched, rows_of_integer_keys) {
   every_batched_case<std::uint64_t>("u64");
 }
 
+TEST(top_k_batched, rows_whose_keys_share_their_first_digit) {
+  PPAT_REQUIRE_GPU();
+  rows_sharing_a_first_digit<std::uint32_t>(
+      "u32", [](std::uint32_t key) { return (key & 0x00FFFFFFu) | 0x5A000000u; });
+  rows_sharing_a_first_digit<std::int64_t>("i64", [](std::int64_t key) {
+    return std::int64_t((std::uint64_t(key) & 0x00FFFFFFFFFFFFFFull) | 0x8000000000000000ull);
+  });
+}
+
 }  // namespace

@@ -14,6 +14,18 @@ TEST(top_k_batched, rows_of_floating_point_keys) {
   every_batched_case<__half>("f16");
 }
 
+// Floats of one sign and exponent, in [1, 2): their images share the first digit and a bit.
+TEST(top_k_batched, rows_of_floats_sharing_their_exponent) {
+  PPAT_REQUIRE_GPU();
+  rows_sharing_a_first_digit<float>("f32", [](float key) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &key, sizeof(bits));
+    bits = (bits & 0x007FFFFFu) | 0x3F800000u;
+    std::memcpy(&key, &bits, sizeof(bits));
+    return key;
+  });
+}
+
 TEST(top_k_arguments, bad_batched_arguments_are_rejected_before_any_launch) {
   PPAT_REQUIRE_GPU();
   const auto in = on_device(draw_keys<float>(300, false));  // 3 x 100

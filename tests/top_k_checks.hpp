@@ -173,4 +173,22 @@ void every_batched_case(const char* type) {
   }
 }
 
+// Rows of a block each (as many rows as the GPU has SMs or more: 140) whose keys share their
+// first digit and differ below it: the first digit narrows nothing, so the second decides
+// which keys a row lists in shared memory (rows of 2,100 keys are longer than that list).
+// `share_first_digit` makes a drawn key's first digit the same as every other's.
+template <class K, class ShareFirstDigit>
+void rows_sharing_a_first_digit(const char* type, ShareFirstDigit share_first_digit) {
+  SCOPED_TRACE(type);
+  PPAT_TRACE_SEED();
+  const std::size_t rows = 140, cols = 2100;
+  std::vector<K> keys = draw_keys<K>(rows * cols, false);
+  for (auto& key : keys)
+    key = share_first_digit(key);
+  for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+    for (std::size_t k : {std::size_t{1}, std::size_t{50}, std::size_t{1000}, cols - 1, cols})
+      expect_top_k_batched<K>(keys, rows, cols, k, ord);
+  }
+}
+
 }  // namespace top_k_checks
