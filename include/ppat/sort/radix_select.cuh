@@ -14,11 +14,12 @@
 // that list, unless the input defeated the sample.
 //
 // The batched form (top_k_batched) gives each row of a matrix to one block, which finds its
-// row's threshold with a histogram in shared memory, a read of the row a digit, and stops as
-// soon as the keys sharing the digits found are exactly the ones still needed; then it writes
-// the row's taken keys in input order, the counts of each tile's taken keys scanned across
-// the block. Fewer rows than SMs take a cluster of blocks a row, the row read once into
-// their shared memory.
+// row's threshold with a histogram in shared memory, a read of the row a digit, until the keys
+// sharing the digits found are few: one more read lists them in shared memory (and writes the
+// keys below them, all taken), and the later digits read the list. It stops as soon as the
+// keys sharing the digits found are exactly the ones still needed, and writes the row's taken
+// keys in input order, the counts of each tile's taken keys scanned across the block. Fewer
+// rows than SMs take a cluster of blocks a row, the row read once into their shared memory.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -506,29 +507,119 @@ __global__ void gather_taken_kernel(const K* keys, const Position* positions, st
 // ---- Batched: a block a row ------------------------------------------------------------------
 
 // Thread t's items of a tile are the select_items_a_thread from first + t * that: the order
-// of threads is the order of items.
+// of threads is the order of items. Their images are taken from the keys where asked for,
+// which leaves registers to the loads in flight.
 template <class K>
 struct tile_keys {
-  rank_image_type<K> images[select_items_a_thread];
   K keys[select_items_a_thread];
   std::size_t first;  // this thread's first item
+  std::size_t n;
+  bool descending;
 
-  __device__ tile_keys(const K* keys_in, std::size_t n, std::size_t tile, bool descending) {
-    first = tile * select_tile_items + std::size_t(threadIdx.x) * select_items_a_thread;
+  __device__ tile_keys(const K* keys_in, std::size_t n, std::size_t tile, bool descending)
+      : first(tile * select_tile_items + std::size_t(threadIdx.x) * select_items_a_thread),
+        n(n),
+        descending(descending) {
 #pragma unroll
     for (int j = 0; j < select_items_a_thread; ++j) {
-      if (first + j < n) {
-        keys[j] = load_item(keys_in + first + j);
-        images[j] = rank_image(keys[j], descending);
-      }
+      if (valid(j)) keys[j] = load_item(keys_in + first + j);
     }
+  }
+  __device__ bool valid(int j) const {
+    return first + j < n;
+  }
+  __device__ K key(int j) const {
+    return keys[j];
+  }
+  __device__ rank_image_type<K> image(int j) const {
+    return rank_image(keys[j], descending);
+  }
+  __device__ std::size_t position(int j) const {
+    return first + j;
   }
 };
 
+// A row's keys still in question once they are few, listed in shared memory with their
+// positions in the row, in row order: the digits after the listing read the list, not the
+// row. `Items` is the most it holds (at least 1).
+constexpr int select_row_list_items = select_tile_items;
+
+template <class K, int Items>
+struct row_candidate_list {
+  uninitialized_array<K, Items> keys;
+  uninitialized_array<unsigned, Items> positions;
+};
+
+// Thread t's items of tile `tile` of a row's list of `n` keys, as tile_keys gives a row's,
+// each read from the list where asked for: the list's registers are the row's.
+template <class K, int Items>
+struct listed_keys {
+  row_candidate_list<K, Items>& list;
+  unsigned first;
+  unsigned n;
+  bool descending;
+
+  __device__ listed_keys(row_candidate_list<K, Items>& list, unsigned n, unsigned tile,
+                         bool descending)
+      : list(list),
+        first(tile * select_tile_items + threadIdx.x * select_items_a_thread),
+        n(n),
+        descending(descending) {}
+  __device__ bool valid(int j) const { return first + j < n; }
+  __device__ K key(int j) const { return list.keys[int(first) + j]; }
+  __device__ rank_image_type<K> image(int j) const { return rank_image(key(j), descending); }
+  __device__ unsigned position(int j) const { return list.positions[int(first) + j]; }
+};
+
+// Writes the taken keys of one tile (`items`: tile_keys or listed_keys), and their positions,
+// in the tile's order: a taken key below the threshold goes after every one taken before it,
+// the equal ones within the first `needed`. `below_before` and `equal_before` count those of
+// the keys before the tile, and move on past it. Every thread of the block calls it.
+template <class Items, class K, class Index>
+__device__ void write_taken_tile(const Items& items, const taken_rule<rank_image_type<K>>& rule,
+                                 unsigned long long& below_before, unsigned long long& equal_before,
+                                 K* taken_keys, Index* taken_positions,
+                                 block_sum_storage<select_warps, unsigned long long>& storage,
+                                 unsigned long long& tile_total) {
+  // A tile's counts travel in one word, below in the high half: a tile holds 2048 keys.
+  unsigned below = 0, equal = 0;
+#pragma unroll
+  for (int j = 0; j < select_items_a_thread; ++j) {
+    if (items.valid(j)) {
+      below += rule.below(items.image(j));
+      equal += rule.equal(items.image(j));
+    }
+  }
+  const unsigned long long mine = (static_cast<unsigned long long>(below) << 32) | equal;
+  const unsigned long long before_mine = block_exclusive_sum<select_warps>(mine, storage);
+  if (threadIdx.x == select_threads - 1) tile_total = before_mine + mine;
+  unsigned long long below_at = below_before + (before_mine >> 32);
+  unsigned long long equal_at = equal_before + (before_mine & 0xFFFFFFFFu);
+#pragma unroll
+  for (int j = 0; j < select_items_a_thread; ++j) {
+    if (!items.valid(j)) continue;
+    if (rule.below(items.image(j))) {
+      const unsigned long long at = below_at + (equal_at < rule.needed ? equal_at : rule.needed);
+      taken_keys[at] = items.key(j);
+      taken_positions[at] = Index(items.position(j));
+      ++below_at;
+    } else if (rule.equal(items.image(j))) {
+      if (equal_at < rule.needed) {
+        taken_keys[below_at + equal_at] = items.key(j);
+        taken_positions[below_at + equal_at] = Index(items.position(j));
+      }
+      ++equal_at;
+    }
+  }
+  __syncthreads();  // tile_total written
+  below_before += tile_total >> 32;
+  equal_before += tile_total & 0xFFFFFFFFu;
+  __syncthreads();  // tile_total read
+}
+
 // Writes the taken keys of tiles [first_tile, end_tile) of `keys`, and their positions, in
-// input order: a taken key below the threshold goes after every one taken before it, the
-// equal ones within the first `needed`. `below_before` and `equal_before` count those of
-// the keys before the first tile. Every thread of the block calls it.
+// input order (write_taken_tile), after those of the keys before the first tile, which
+// `below_before` and `equal_before` count.
 template <class K, class Index>
 __device__ void write_taken_tiles(const K* keys, std::size_t n, std::size_t first_tile,
                                   std::size_t end_tile, bool descending,
@@ -537,83 +628,148 @@ __device__ void write_taken_tiles(const K* keys, std::size_t n, std::size_t firs
                                   K* taken_keys, Index* taken_positions,
                                   block_sum_storage<select_warps, unsigned long long>& storage,
                                   unsigned long long& tile_total) {
-  // A tile's counts travel in one word, below in the high half: a tile holds 2048 keys.
   for (std::size_t tile = first_tile; tile < end_tile; ++tile) {
+    write_taken_tile(tile_keys<K>(keys, n, tile, descending), rule, below_before, equal_before,
+                     taken_keys, taken_positions, storage, tile_total);
+  }
+}
+
+// One read of a row that lists its keys sharing the rule's found digits (every key, where no
+// digit is found yet) in `list`, in row order, and writes the keys below them, all taken,
+// from taken_keys[0] in row order. Returns how many it wrote. The keys sharing the digits
+// must fit the list.
+template <class K, class Index, int Items>
+__device__ unsigned long long list_row_candidates(
+    const K* keys, std::size_t n, bool descending, const taken_rule<rank_image_type<K>>& rule,
+    row_candidate_list<K, Items>& list, K* taken_keys, Index* taken_positions,
+    block_sum_storage<select_warps, unsigned long long>& storage, unsigned long long& tile_total) {
+  const bool every_key = rule.known_from == 8 * int(sizeof(rank_image_type<K>));
+  const auto below = [&](rank_image_type<K> image) { return !every_key && rule.below(image); };
+  const auto listed = [&](rank_image_type<K> image) { return every_key || rule.equal(image); };
+  unsigned long long below_before = 0, listed_before = 0;
+  for (std::size_t tile = 0; tile < ceil_div(n, select_tile_items); ++tile) {
     const tile_keys<K> items(keys, n, tile, descending);
-    unsigned below = 0, equal = 0;
+    unsigned below_count = 0, listed_count = 0;
 #pragma unroll
     for (int j = 0; j < select_items_a_thread; ++j) {
-      if (items.first + j < n) {
-        below += rule.below(items.images[j]);
-        equal += rule.equal(items.images[j]);
+      if (items.valid(j)) {
+        below_count += below(items.image(j));
+        listed_count += listed(items.image(j));
       }
     }
-    const unsigned long long mine = (static_cast<unsigned long long>(below) << 32) | equal;
+    const unsigned long long mine =
+        (static_cast<unsigned long long>(below_count) << 32) | listed_count;
     const unsigned long long before_mine = block_exclusive_sum<select_warps>(mine, storage);
     if (threadIdx.x == select_threads - 1) tile_total = before_mine + mine;
     unsigned long long below_at = below_before + (before_mine >> 32);
-    unsigned long long equal_at = equal_before + (before_mine & 0xFFFFFFFFu);
+    unsigned listed_at = unsigned(listed_before + (before_mine & 0xFFFFFFFFu));
 #pragma unroll
     for (int j = 0; j < select_items_a_thread; ++j) {
-      if (items.first + j >= n) continue;
-      if (rule.below(items.images[j])) {
-        const unsigned long long at = below_at + (equal_at < rule.needed ? equal_at : rule.needed);
-        taken_keys[at] = items.keys[j];
-        taken_positions[at] = Index(items.first + j);
+      if (!items.valid(j)) continue;
+      if (below(items.image(j))) {
+        taken_keys[below_at] = items.key(j);
+        taken_positions[below_at] = Index(items.position(j));
         ++below_at;
-      } else if (rule.equal(items.images[j])) {
-        if (equal_at < rule.needed) {
-          taken_keys[below_at + equal_at] = items.keys[j];
-          taken_positions[below_at + equal_at] = Index(items.first + j);
-        }
-        ++equal_at;
+      } else if (listed(items.image(j))) {
+        list.keys[int(listed_at)] = items.key(j);
+        list.positions[int(listed_at)] = unsigned(items.position(j));
+        ++listed_at;
       }
     }
     __syncthreads();  // tile_total written
     below_before += tile_total >> 32;
-    equal_before += tile_total & 0xFFFFFFFFu;
+    listed_before += tile_total & 0xFFFFFFFFu;
     __syncthreads();  // tile_total read
   }
+  return below_before;
 }
 
-// Row r's k taken keys (cols < 2^32 keys a row) to taken_keys[r * k, (r + 1) * k), in input
-// order, with their positions in the row.
-template <class K, class Index>
-__global__ void __launch_bounds__(select_threads)
+// Blocks an SM: the rows' reads want loads in flight. 8-byte keys spill 40-44 bytes a thread
+// at four, 12 at three (the 80 registers they took before the list).
+template <class K>
+constexpr int select_rows_blocks_an_sm = sizeof(K) == 8 ? 3 : 4;
+
+// Row r's k taken keys (cols < 2^32 keys a row) to taken_keys[r * k, (r + 1) * k), with
+// their positions in the row. The threshold is found a digit at a time from the top, a read
+// of the row a digit, until the keys sharing the digits found fit a list of `ListItems` in
+// shared memory (rows that short from the start): one read then lists them, and writes the
+// keys below them; the later digits and the last write read the list. So keys of every bit
+// pattern and k small beside the row cost two reads of it, where a read a digit and one to
+// write took three or four (docs/patterns.md, "Top-k"). Keys below the listed ones come first
+// in the row's taken keys, then the listed ones taken: keys of one image are all below or all
+// listed, each in row order, which is all the stable sort after needs. The digit counts keep
+// eight copies of each, as the whole array's passes do: the first digit of floats is their
+// sign and seven exponent bits, which few values fill. `ListItems`: a probe may time other
+// lists (0: none) against select_row_list_items.
+template <class K, class Index, int ListItems = select_row_list_items>
+__global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
     select_rows_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
                        bool descending, K* taken_keys, Index* taken_positions) {
   using image_type = rank_image_type<K>;
   constexpr int image_bits = 8 * int(sizeof(image_type));
-  __shared__ unsigned counts[select_bins];
+  __shared__ select_digit_counts counts;
   __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
   __shared__ taken_rule<image_type> found;
   __shared__ unsigned long long found_count;  // keys that share the digits found
   __shared__ unsigned long long tile_total;
+  constexpr int list_items = ListItems > 0 ? ListItems : 1;
+  __shared__ row_candidate_list<K, list_items> list;
   const std::size_t tiles = ceil_div(cols, select_tile_items);
 
   for (std::size_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const K* keys = in + row * cols;
-    // The threshold, a digit at a time from the top.
+    K* const row_taken_keys = taken_keys + row * k;
+    Index* const row_taken_positions = taken_positions + row * k;
     taken_rule<image_type> rule{image_type(0), image_bits, k};
-    for (int shift = image_bits - select_digit_bits; shift >= 0; shift -= select_digit_bits) {
-      counts[threadIdx.x] = 0;
+    unsigned long long sharing = cols;  // keys that share the digits found
+    // Every key sharing the digits found is taken.
+    const auto settled = [&] { return rule.known_from != image_bits && sharing == rule.needed; };
+    // One digit's counts among the keys sharing the digits found, from the row or the list.
+    const auto narrow = [&](int shift, const auto& for_each_image) {
+      counts.clear();
       __syncthreads();
-      for (std::size_t tile = 0; tile < tiles; ++tile) {
-        const tile_keys<K> items(keys, cols, tile, descending);
+      for_each_image([&](image_type image) {
+        if (rule.known_from == image_bits || rule.equal(image))
+          counts.add(unsigned(image >> shift) & (select_bins - 1));
+      });
+      __syncthreads();
+      sharing =
+          narrow_to_digit(counts.total(threadIdx.x), shift, rule, sum_storage, found, found_count);
+    };
+
+    int shift = image_bits - select_digit_bits;
+    for (; shift >= 0 && !settled() && sharing > ListItems; shift -= select_digit_bits) {
+      narrow(shift, [&](const auto& count) {
+        for (std::size_t tile = 0; tile < tiles; ++tile) {
+          const tile_keys<K> items(keys, cols, tile, descending);
 #pragma unroll
-        for (int j = 0; j < select_items_a_thread; ++j) {
-          if (items.first + j < cols &&
-              (rule.known_from == image_bits || rule.equal(items.images[j])))
-            atomicAdd(&counts[(items.images[j] >> shift) & (select_bins - 1)], 1u);
+          for (int j = 0; j < select_items_a_thread; ++j) {
+            if (items.valid(j)) count(items.image(j));
+          }
         }
-      }
-      __syncthreads();
-      if (narrow_to_digit(counts[threadIdx.x], shift, rule, sum_storage, found, found_count) ==
-          rule.needed)
-        break;  // every key sharing the digits found is taken
+      });
     }
-    write_taken_tiles(keys, cols, 0, tiles, descending, rule, 0, 0, taken_keys + row * k,
-                      taken_positions + row * k, sum_storage, tile_total);
+    if (settled() || shift < 0) {
+      write_taken_tiles(keys, cols, 0, tiles, descending, rule, 0, 0, row_taken_keys,
+                        row_taken_positions, sum_storage, tile_total);
+      continue;
+    }
+
+    const unsigned listed = unsigned(sharing);
+    unsigned long long below_before =
+        list_row_candidates(keys, cols, descending, rule, list, row_taken_keys, row_taken_positions,
+                            sum_storage, tile_total);
+    for (; shift >= 0 && !settled(); shift -= select_digit_bits) {
+      narrow(shift, [&](const auto& count) {
+        for (unsigned i = threadIdx.x; i < listed; i += select_threads)
+          count(rank_image(list.keys[int(i)], descending));
+      });
+    }
+    unsigned long long equal_before = 0;
+    for (unsigned tile = 0; tile * unsigned(select_tile_items) < listed; ++tile) {
+      write_taken_tile(listed_keys(list, listed, tile, descending), rule, below_before,
+                       equal_before, row_taken_keys, row_taken_positions, sum_storage, tile_total);
+    }
   }
 }
 
