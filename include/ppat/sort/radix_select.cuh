@@ -634,18 +634,14 @@ __device__ void write_taken_tiles(const K* keys, std::size_t n, std::size_t firs
   }
 }
 
-// One read of a row that lists its keys sharing the rule's found digits (every key, where no
-// digit is found yet) in `list`, in row order, and writes the keys below them, all taken,
-// from taken_keys[0] in row order. Returns how many it wrote. The keys sharing the digits
-// must fit the list.
+// One read of a row that lists its keys sharing the rule's found digits in `list`, in row
+// order, and writes the keys below them, all taken, from taken_keys[0] in row order. Returns
+// how many it wrote. The keys sharing the digits must fit the list.
 template <class K, class Index, int Items>
 __device__ unsigned long long list_row_candidates(
     const K* keys, std::size_t n, bool descending, const taken_rule<rank_image_type<K>>& rule,
     row_candidate_list<K, Items>& list, K* taken_keys, Index* taken_positions,
     block_sum_storage<select_warps, unsigned long long>& storage, unsigned long long& tile_total) {
-  const bool every_key = rule.known_from == 8 * int(sizeof(rank_image_type<K>));
-  const auto below = [&](rank_image_type<K> image) { return !every_key && rule.below(image); };
-  const auto listed = [&](rank_image_type<K> image) { return every_key || rule.equal(image); };
   unsigned long long below_before = 0, listed_before = 0;
   for (std::size_t tile = 0; tile < ceil_div(n, select_tile_items); ++tile) {
     const tile_keys<K> items(keys, n, tile, descending);
@@ -653,8 +649,8 @@ __device__ unsigned long long list_row_candidates(
 #pragma unroll
     for (int j = 0; j < select_items_a_thread; ++j) {
       if (items.valid(j)) {
-        below_count += below(items.image(j));
-        listed_count += listed(items.image(j));
+        below_count += rule.below(items.image(j));
+        listed_count += rule.equal(items.image(j));
       }
     }
     const unsigned long long mine =
@@ -666,11 +662,11 @@ __device__ unsigned long long list_row_candidates(
 #pragma unroll
     for (int j = 0; j < select_items_a_thread; ++j) {
       if (!items.valid(j)) continue;
-      if (below(items.image(j))) {
+      if (rule.below(items.image(j))) {
         taken_keys[below_at] = items.key(j);
         taken_positions[below_at] = Index(items.position(j));
         ++below_at;
-      } else if (listed(items.image(j))) {
+      } else if (rule.equal(items.image(j))) {
         list.keys[int(listed_at)] = items.key(j);
         list.positions[int(listed_at)] = unsigned(items.position(j));
         ++listed_at;
@@ -692,22 +688,25 @@ constexpr int select_rows_blocks_an_sm = sizeof(K) == 8 ? 3 : 4;
 // Row r's k taken keys (cols < 2^32 keys a row) to taken_keys[r * k, (r + 1) * k), with
 // their positions in the row. The threshold is found a digit at a time from the top, a read
 // of the row a digit, until the keys sharing the digits found fit a list of `ListItems` in
-// shared memory (rows that short from the start): one read then lists them, and writes the
-// keys below them; the later digits and the last write read the list. So keys of every bit
-// pattern and k small beside the row cost two reads of it, where a read a digit and one to
-// write took three or four (docs/patterns.md, "Top-k"). Keys below the listed ones come first
-// in the row's taken keys, then the listed ones taken: keys of one image are all below or all
-// listed, each in row order, which is all the stable sort after needs. The digit counts keep
-// eight copies of each, as the whole array's passes do: the first digit of floats is their
-// sign and seven exponent bits, which few values fill. `ListItems`: a probe may time other
-// lists (0: none) against select_row_list_items.
+// shared memory: one read then lists them, and writes the keys below them; the later digits
+// and the last write read the list. So keys of every bit pattern and k small beside the row
+// cost two reads of it, where a read a digit and one to write took three or four. The first
+// digit always reads the row, short rows too: listing a whole row of 1,024 or 2,048 keys at
+// once cost more than the reads it saved, which the cache serves (docs/patterns.md, "Top-k
+// of each row"). Keys below the listed ones come first in the row's taken keys, then the
+// listed ones taken: keys of one image are all below or all listed, each in row order, which
+// is all the stable sort after needs. The digit counts are one copy: eight, as the whole
+// array's passes keep, measured slower for every row shape and key distribution timed, few
+// values included. `ListItems`: a probe may time other lists (0: none) against
+// select_row_list_items.
 template <class K, class Index, int ListItems = select_row_list_items>
 __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
     select_rows_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
                        bool descending, K* taken_keys, Index* taken_positions) {
   using image_type = rank_image_type<K>;
   constexpr int image_bits = 8 * int(sizeof(image_type));
-  __shared__ select_digit_counts counts;
+  static_assert(select_threads == select_bins, "a thread a digit's count");
+  __shared__ unsigned counts[select_bins];
   __shared__ block_sum_storage<select_warps, unsigned long long> sum_storage;
   __shared__ taken_rule<image_type> found;
   __shared__ unsigned long long found_count;  // keys that share the digits found
@@ -726,19 +725,19 @@ __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
     const auto settled = [&] { return rule.known_from != image_bits && sharing == rule.needed; };
     // One digit's counts among the keys sharing the digits found, from the row or the list.
     const auto narrow = [&](int shift, const auto& for_each_image) {
-      counts.clear();
+      counts[threadIdx.x] = 0;
       __syncthreads();
       for_each_image([&](image_type image) {
         if (rule.known_from == image_bits || rule.equal(image))
-          counts.add(unsigned(image >> shift) & (select_bins - 1));
+          atomicAdd(&counts[unsigned(image >> shift) & (select_bins - 1)], 1u);
       });
       __syncthreads();
-      sharing =
-          narrow_to_digit(counts.total(threadIdx.x), shift, rule, sum_storage, found, found_count);
+      sharing = narrow_to_digit(counts[threadIdx.x], shift, rule, sum_storage, found, found_count);
     };
 
     int shift = image_bits - select_digit_bits;
-    for (; shift >= 0 && !settled() && sharing > ListItems; shift -= select_digit_bits) {
+    for (; shift >= 0 && !settled() && (rule.known_from == image_bits || sharing > ListItems);
+         shift -= select_digit_bits) {
       narrow(shift, [&](const auto& count) {
         for (std::size_t tile = 0; tile < tiles; ++tile) {
           const tile_keys<K> items(keys, cols, tile, descending);
