@@ -18,9 +18,10 @@
 # machine, which keeps the build between them (the idle machine is given back after 30 s).
 # With the largest test suites compiled from several files, build, tests, check and bench
 # took 446 s in one call on a fresh H100 (tree cc640cbf945c8a39, 2026-12-05: build 247 s,
-# tests 173 s), so that the first call can be:
-#   scripts/device-check.sh build tests check bench
-# and otherwise:
+# tests 173 s), but the next fresh H100 took 468 s to build alone (tree 5a33e20040fa1bd8,
+# the same day) and the call ran out with the tests half done. A fresh machine's build
+# time varies that much, so the first call builds alone (a command with no pipe, which the
+# limit would kill with its output; the logs are under $OUT either way):
 #   scripts/device-check.sh build
 #   scripts/device-check.sh tests check bench
 #   scripts/device-check.sh sanitizers
