@@ -571,17 +571,13 @@ struct listed_keys {
   __device__ unsigned position(int j) const { return list.positions[int(first) + j]; }
 };
 
-// Writes the taken keys of one tile (`items`: tile_keys or listed_keys), and their positions,
-// in the tile's order: a taken key below the threshold goes after every one taken before it,
-// the equal ones within the first `needed`. `below_before` and `equal_before` count those of
-// the keys before the tile, and move on past it. Every thread of the block calls it.
-template <class Items, class K, class Index>
-__device__ void write_taken_tile(const Items& items, const taken_rule<rank_image_type<K>>& rule,
-                                 unsigned long long& below_before, unsigned long long& equal_before,
-                                 K* taken_keys, Index* taken_positions,
-                                 block_sum_storage<select_warps, unsigned long long>& storage,
-                                 unsigned long long& tile_total) {
-  // A tile's counts travel in one word, below in the high half: a tile holds 2048 keys.
+// The tile's keys below the rule's found digits (the high half) and sharing them (the low
+// half) held by the threads before the calling one, in one word: a tile holds 2048 keys. The
+// last thread leaves the whole tile's in `tile_total`, which a barrier must precede reading.
+template <class Items, class Image>
+__device__ unsigned long long below_and_equal_before(
+    const Items& items, const taken_rule<Image>& rule,
+    block_sum_storage<select_warps, unsigned long long>& storage, unsigned long long& tile_total) {
   unsigned below = 0, equal = 0;
 #pragma unroll
   for (int j = 0; j < select_items_a_thread; ++j) {
@@ -593,6 +589,20 @@ __device__ void write_taken_tile(const Items& items, const taken_rule<rank_image
   const unsigned long long mine = (static_cast<unsigned long long>(below) << 32) | equal;
   const unsigned long long before_mine = block_exclusive_sum<select_warps>(mine, storage);
   if (threadIdx.x == select_threads - 1) tile_total = before_mine + mine;
+  return before_mine;
+}
+
+// Writes the taken keys of one tile (`items`: tile_keys or listed_keys), and their positions,
+// in the tile's order: a taken key below the threshold goes after every one taken before it,
+// the equal ones within the first `needed`. `below_before` and `equal_before` count those of
+// the keys before the tile, and move on past it. Every thread of the block calls it.
+template <class Items, class K, class Index>
+__device__ void write_taken_tile(const Items& items, const taken_rule<rank_image_type<K>>& rule,
+                                 unsigned long long& below_before, unsigned long long& equal_before,
+                                 K* taken_keys, Index* taken_positions,
+                                 block_sum_storage<select_warps, unsigned long long>& storage,
+                                 unsigned long long& tile_total) {
+  const unsigned long long before_mine = below_and_equal_before(items, rule, storage, tile_total);
   unsigned long long below_at = below_before + (before_mine >> 32);
   unsigned long long equal_at = equal_before + (before_mine & 0xFFFFFFFFu);
 #pragma unroll
@@ -645,18 +655,7 @@ __device__ unsigned long long list_row_candidates(
   unsigned long long below_before = 0, listed_before = 0;
   for (std::size_t tile = 0; tile < ceil_div(n, select_tile_items); ++tile) {
     const tile_keys<K> items(keys, n, tile, descending);
-    unsigned below_count = 0, listed_count = 0;
-#pragma unroll
-    for (int j = 0; j < select_items_a_thread; ++j) {
-      if (items.valid(j)) {
-        below_count += rule.below(items.image(j));
-        listed_count += rule.equal(items.image(j));
-      }
-    }
-    const unsigned long long mine =
-        (static_cast<unsigned long long>(below_count) << 32) | listed_count;
-    const unsigned long long before_mine = block_exclusive_sum<select_warps>(mine, storage);
-    if (threadIdx.x == select_threads - 1) tile_total = before_mine + mine;
+    const unsigned long long before_mine = below_and_equal_before(items, rule, storage, tile_total);
     unsigned long long below_at = below_before + (before_mine >> 32);
     unsigned listed_at = unsigned(listed_before + (before_mine & 0xFFFFFFFFu));
 #pragma unroll
