@@ -21,10 +21,16 @@
 # tests 173 s), but the next fresh H100 took 468 s to build alone (tree 5a33e20040fa1bd8,
 # the same day) and the call ran out with the tests half done. A fresh machine's build
 # time varies that much, so the first call builds alone (a command with no pipe, which the
-# limit would kill with its output; the logs are under $OUT either way):
+# limit would kill with its output; the logs are under $OUT either way). On a fresh H200
+# (tree 4ea8cb4e07946cfe, 2026-12-05) build took 411 s, tests, check and bench 211 s, and
+# the three sanitizer tools side by side ran past a 590-s call with no report, so each tool
+# is a part of its own too (`sanitizers` is all three), and every sanitized suite stops at
+# PPAT_SANITIZER_SECONDS (520 by default), reported as timed out, so that a call always
+# ends with a report:
 #   scripts/device-check.sh build
 #   scripts/device-check.sh tests check bench
-#   scripts/device-check.sh sanitizers
+#   scripts/device-check.sh memcheck
+#   scripts/device-check.sh racecheck synccheck
 #   scripts/device-check.sh python
 # The report's first line is "tree <hash>" of the sources it checked; its closing lines
 # give "N passed, M failed" for the tests and the error count of each sanitizer tool, and
@@ -43,6 +49,7 @@ mkdir -p "$out"
 report=$out/device-check.txt
 build=build/release
 sanitizer_max_items=300000
+sanitizer_seconds=${PPAT_SANITIZER_SECONDS:-520}
 sanitizer_filter='-*huge*:*cuda_failure*:*one_process_per_gpu*:pointers.host*:pointers.freed*:streams.per_thread*:streams.destroyed*:default_stream_per_thread.*'
 
 tree_hash() {
@@ -55,11 +62,15 @@ parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(build tests sanitizers check bench python)
 for part in "${parts[@]}"; do
   case "$part" in
-    build | tests | sanitizers | check | bench | python | distributed) ;;
-    *) echo "device-check: unknown part '$part' (build tests sanitizers check bench python distributed)" >&2; exit 2 ;;
+    build | tests | sanitizers | memcheck | racecheck | synccheck | check | bench | python | distributed) ;;
+    *) echo "device-check: unknown part '$part' (build tests sanitizers memcheck racecheck synccheck check bench python distributed)" >&2; exit 2 ;;
   esac
 done
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+sanitizer_tools=()
+for tool in memcheck racecheck synccheck; do
+  if wants sanitizers || wants "$tool"; then sanitizer_tools+=("$tool"); fi
+done
 
 echo "tree $(tree_hash)" >"$report"
 say() { echo "$@" | tee -a "$report"; }
@@ -99,8 +110,8 @@ if wants tests; then
   summary+=("tests: $passed passed, $failed failed")
 fi
 
-if wants sanitizers; then
-  section "compute-sanitizer (PPAT_TEST_MAX_ITEMS=$sanitizer_max_items, huge tests filtered)"
+if [ ${#sanitizer_tools[@]} -gt 0 ]; then
+  section "compute-sanitizer ${sanitizer_tools[*]} (PPAT_TEST_MAX_ITEMS=$sanitizer_max_items, huge tests filtered, $sanitizer_seconds s a suite at most)"
   : >"$out/sanitizer.log"
   sanitized_failures=0
   # The suites with tests left to run under the filter (a suite with none makes no CUDA call,
@@ -116,17 +127,22 @@ if wants sanitizers; then
   # every one printed is inside ncclCommInitAll). That suite is checked without API error
   # reports: memory accesses stay checked, and the tests check every CUDA call of their own
   # and of ppat.
-  for tool in memcheck racecheck synccheck; do
+  # A suite still running at $sanitizer_seconds s is stopped and reported as timed out, an
+  # error: the errors its log shows so far are counted too.
+  for tool in "${sanitizer_tools[@]}"; do
     for suite in $suites; do
       api_errors=()
       [ "$suite" != test_distributed ] || api_errors=(--report-api-errors no)
-      PPAT_TEST_MAX_ITEMS=$sanitizer_max_items compute-sanitizer --tool "$tool" --print-limit 20 \
-        "${api_errors[@]}" "$build/tests/$suite" --gtest_filter="$sanitizer_filter" \
-        >"$out/$tool-$suite.log" 2>&1 &
+      {
+        PPAT_TEST_MAX_ITEMS=$sanitizer_max_items timeout --kill-after=10 "$sanitizer_seconds" \
+          compute-sanitizer --tool "$tool" --print-limit 20 "${api_errors[@]}" \
+          "$build/tests/$suite" --gtest_filter="$sanitizer_filter"
+        case $? in 124 | 137) echo "ppat device-check: timed out after $sanitizer_seconds s" ;; esac
+      } >"$out/$tool-$suite.log" 2>&1 &
     done
   done
   wait
-  for tool in memcheck racecheck synccheck; do
+  for tool in "${sanitizer_tools[@]}"; do
     errors=0
     for suite in $suites; do
       log=$out/$tool-$suite.log
@@ -136,7 +152,10 @@ if wants sanitizers; then
         found=$(grep -Eo "ERROR SUMMARY: [0-9]+" "$log" | grep -Eo "[0-9]+" | awk '{s += $1} END {print s}')
       fi
       gtest_failed=$(grep -c "^\[  FAILED  \]" "$log" || true)
-      if [ -z "$found" ]; then
+      if grep -q "^ppat device-check: timed out" "$log"; then
+        found=$((${found:-0} + 1))  # unfinished: an error, beside those its log shows so far
+        say "  $tool $suite: timed out after $sanitizer_seconds s (its log so far in sanitizer.log)"
+      elif [ -z "$found" ]; then
         found=1  # no summary line: the tool itself failed, which counts as an error
         say "  $tool $suite: no summary line (see sanitizer.log)"
       fi
