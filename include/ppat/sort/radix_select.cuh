@@ -690,11 +690,12 @@ constexpr int select_rows_blocks_an_sm = sizeof(K) == 8 ? 3 : 4;
 // shared memory: one read then lists them, and writes the keys below them; the later digits
 // and the last write read the list. So keys of every bit pattern and k small beside the row
 // cost two reads of it, where a read a digit and one to write took three or four. The first
-// digit always reads the row, short rows too: listing a whole row of 1,024 or 2,048 keys at
-// once cost more than the reads it saved, which the cache serves (docs/patterns.md, "Top-k
-// of each row"). Keys below the listed ones come first in the row's taken keys, then the
-// listed ones taken: keys of one image are all below or all listed, each in row order, which
-// is all the stable sort after needs. The digit counts are one copy: eight, as the whole
+// digit always reads the row; a row of one tile (select_tile_items keys) is never listed,
+// as its reads are the cache's: listing a whole row of 1,024 or 2,048 keys at once, or after
+// its first digit, cost more than the reads it saved (docs/patterns.md, "Top-k of each
+// row"). Keys below the listed ones come first in the row's taken keys, then the listed
+// ones taken: keys of one image are all below or all listed, each in row order, which is
+// all the stable sort after needs. The digit counts are one copy: eight, as the whole
 // array's passes keep, measured slower for every row shape and key distribution timed, few
 // values included. `ListItems`: a probe may time other lists (0: none) against
 // select_row_list_items.
@@ -713,6 +714,8 @@ __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
   constexpr int list_items = ListItems > 0 ? ListItems : 1;
   __shared__ row_candidate_list<K, list_items> list;
   const std::size_t tiles = ceil_div(cols, select_tile_items);
+  // Keys sharing the digits found that the list takes: none in rows of one tile.
+  const unsigned long long most_listed = tiles > 1 ? ListItems : 0;
 
   for (std::size_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const K* keys = in + row * cols;
@@ -735,7 +738,7 @@ __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
     };
 
     int shift = image_bits - select_digit_bits;
-    for (; shift >= 0 && !settled() && (rule.known_from == image_bits || sharing > ListItems);
+    for (; shift >= 0 && !settled() && (rule.known_from == image_bits || sharing > most_listed);
          shift -= select_digit_bits) {
       narrow(shift, [&](const auto& count) {
         for (std::size_t tile = 0; tile < tiles; ++tile) {
