@@ -91,6 +91,11 @@ if wants build; then
     exit 1
   fi
   say "built $(grep -c 'Building' "$out/build.log") objects, warnings: $(grep -ci 'warning' "$out/build.log")"
+  # The build's critical path is its slowest objects (ninja's log: each target's last start
+  # and end, in ms).
+  say "the slowest objects:"
+  awk -F'\t' 'NR > 1 {t[$4] = ($2 - $1) / 1000} END {for (o in t) printf "  %4.0f s %s\n", t[o], o}' \
+    "$build/.ninja_log" | sort -rn | head -n 8 | tee -a "$report"
 
   section "ppat info"
   "$build/src/ppat" info 2>&1 | tee -a "$report"
