@@ -149,15 +149,17 @@ void expect_top_k_batched(const std::vector<K>& keys, std::size_t rows, std::siz
 
 // Shapes of a block a row holding it (one row, rows of one key, rows across a tile's edge,
 // many short rows), of clusters of 2 to 8 blocks a row (by the key's width), of a block a row
-// reading it a digit at a time (rows too long for a cluster's shared memory), and of two rows
-// long enough to take the whole GPU each.
+// reading it a digit at a time (rows too long for a cluster's shared memory; as many rows as
+// the GPU has SMs or more: rows of one tile, 333 x 1,000, never listed, and of two, 140 x
+// 2,100, listed once their keys in question fit the list), and of two rows long enough to
+// take the whole GPU each.
 template <class K>
 void every_batched_case(const char* type) {
   SCOPED_TRACE(type);
   PPAT_TRACE_SEED();
   const std::pair<std::size_t, std::size_t> shapes[] = {
-      {1, 1},      {3, 1},     {1, 2049},   {5, 2048},   {7, 2049},  {1000, 37},
-      {333, 1000}, {3, 40009}, {3, 131073}, {3, 200003}, {2, 300007}};
+      {1, 1},      {3, 1},      {1, 2049},  {5, 2048},   {7, 2049},   {1000, 37},
+      {333, 1000}, {140, 2100}, {3, 40009}, {3, 131073}, {3, 200003}, {2, 300007}};
   for (const auto& [rows, cols] : shapes) {
     if (ppat_test::over_item_budget(rows * cols)) continue;
     for (bool few : {false, true}) {
