@@ -147,19 +147,19 @@ void expect_top_k_batched(const std::vector<K>& keys, std::size_t rows, std::siz
       << "written outside an output";
 }
 
-// Shapes of a block a row holding it (one row, rows of one key, rows across a tile's edge,
-// many short rows), of clusters of 2 to 8 blocks a row (by the key's width), of a block a row
-// reading it a digit at a time (rows too long for a cluster's shared memory; as many rows as
-// the GPU has SMs or more: rows of one tile, 333 x 1,000, never listed, and of two, 140 x
-// 2,100, listed once their keys in question fit the list), and of two rows long enough to
-// take the whole GPU each.
+// Shapes of a block a row holding it (one row, rows of one key, rows across a tile's edge),
+// of clusters of 2 to 8 blocks a row (by the key's width), of a warp a row (as many rows of
+// one tile as the GPU has SMs or more: 1,000 x 37, 333 x 1,000, and 12,007 x 40, more rows
+// than the warps that fit the GPU at once), of a block a row reading it a digit at a time
+// (rows of two tiles, 140 x 2,100, listed once their keys in question fit the list), and of
+// two rows long enough to take the whole GPU each.
 template <class K>
 void every_batched_case(const char* type) {
   SCOPED_TRACE(type);
   PPAT_TRACE_SEED();
   const std::pair<std::size_t, std::size_t> shapes[] = {
-      {1, 1},      {3, 1},      {1, 2049},  {5, 2048},   {7, 2049},   {1000, 37},
-      {333, 1000}, {140, 2100}, {3, 40009}, {3, 131073}, {3, 200003}, {2, 300007}};
+      {1, 1},      {3, 1},      {1, 2049},  {5, 2048},   {7, 2049},   {1000, 37}, {333, 1000},
+      {12007, 40}, {140, 2100}, {3, 40009}, {3, 131073}, {3, 200003}, {2, 300007}};
   for (const auto& [rows, cols] : shapes) {
     if (ppat_test::over_item_budget(rows * cols)) continue;
     for (bool few : {false, true}) {
@@ -175,21 +175,24 @@ void every_batched_case(const char* type) {
   }
 }
 
-// Rows of a block each (as many rows as the GPU has SMs or more: 140) whose keys share their
-// first digit and differ below it: the first digit narrows nothing, so the second decides
-// which keys a row lists in shared memory (rows of 2,100 keys are longer than that list).
-// `share_first_digit` makes a drawn key's first digit the same as every other's.
+// Rows whose keys share their first digit and differ below it, as many rows as the GPU has
+// SMs or more: the first digit narrows nothing, so the second decides which keys a row of a
+// block lists in shared memory (rows of 2,100 keys are longer than that list), and which a
+// row of a warp counts next (rows of 1,000). `share_first_digit` makes a drawn key's first
+// digit the same as every other's.
 template <class K, class ShareFirstDigit>
 void rows_sharing_a_first_digit(const char* type, ShareFirstDigit share_first_digit) {
   SCOPED_TRACE(type);
   PPAT_TRACE_SEED();
-  const std::size_t rows = 140, cols = 2100;
-  std::vector<K> keys = draw_keys<K>(rows * cols, false);
-  for (auto& key : keys)
-    key = share_first_digit(key);
-  for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
-    for (std::size_t k : {std::size_t{1}, std::size_t{50}, std::size_t{1000}, cols - 1, cols})
-      expect_top_k_batched<K>(keys, rows, cols, k, ord);
+  const std::pair<std::size_t, std::size_t> shapes[] = {{140, 2100}, {333, 1000}};
+  for (const auto& [rows, cols] : shapes) {
+    std::vector<K> keys = draw_keys<K>(rows * cols, false);
+    for (auto& key : keys)
+      key = share_first_digit(key);
+    for (ppat::order ord : {ppat::order::descending, ppat::order::ascending}) {
+      for (std::size_t k : {std::size_t{1}, std::size_t{50}, std::size_t{500}, cols - 1, cols})
+        expect_top_k_batched<K>(keys, rows, cols, k, ord);
+    }
   }
 }
 

@@ -13,8 +13,9 @@
 // k > n (k > cols) is rejected. sort/radix_select.cuh holds the method: the k-th key found
 // a digit at a time, ties parted by position, the later digits read from a list of the
 // few keys still in question (listed in one read where a sample bounds them), and the k
-// taken keys sorted; a block a row for the batched form, a cluster a row for rows fewer
-// than the SMs, and the whole GPU a row for rows so few and long that it serves them best.
+// taken keys sorted; a block a row for the batched form (a warp a row for rows of up to
+// 2,048 keys), a cluster a row for rows fewer than the SMs, and the whole GPU a row for rows
+// so few and long that it serves them best.
 // An input that fits one tile (up to 8192 keys) is sorted whole by one block with its
 // positions, which writes the first k (sort/one_tile.cuh).
 #pragma once
@@ -322,6 +323,13 @@ void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t 
   if (cluster.blocks > 0) {
     select_in_clusters(in, rows, cols, k, ord == order::descending, cluster, taken_keys.data(),
                        taken_positions.data(), call);
+  } else if (cols <= std::size_t(select_tile_items)) {
+    constexpr auto kernel = select_short_rows_kernel<K, Index>;
+    const std::size_t blocks =
+        std::min(ceil_div(rows, select_warps), resident_blocks<kernel>(select_threads, 0, call));
+    kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
+        in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
+    check_launch(function, "select_short_rows_kernel");
   } else {
     constexpr auto kernel = select_rows_kernel<K, Index>;
     const std::size_t blocks = std::min(rows, resident_blocks<kernel>(select_threads, 0, call));

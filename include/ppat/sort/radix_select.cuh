@@ -19,7 +19,8 @@
 // keys below them, all taken), and the later digits read the list. It stops as soon as the
 // keys sharing the digits found are exactly the ones still needed, and writes the row's taken
 // keys in input order, the counts of each tile's taken keys scanned across the block. Fewer
-// rows than SMs take a cluster of blocks a row, the row read once into their shared memory.
+// rows than SMs take a cluster of blocks a row, the row read once into their shared memory;
+// rows of one tile, as many as the SMs or more, take a warp a row.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -690,10 +691,9 @@ constexpr int select_rows_blocks_an_sm = sizeof(K) == 8 ? 3 : 4;
 // shared memory: one read then lists them, and writes the keys below them; the later digits
 // and the last write read the list. So keys of every bit pattern and k small beside the row
 // cost two reads of it, where a read a digit and one to write took three or four. The first
-// digit always reads the row; a row of one tile (select_tile_items keys) is never listed,
-// as its reads are the cache's: listing a whole row of 1,024 or 2,048 keys at once, or after
-// its first digit, cost more than the reads it saved (docs/patterns.md, "Top-k of each
-// row"). Keys below the listed ones come first in the row's taken keys, then the listed
+// digit always reads the row. Rows of one tile take a warp each (select_short_rows_kernel)
+// or a block's cluster of one, so the rows here span two tiles or more. Keys below the
+// listed ones come first in the row's taken keys, then the listed
 // ones taken: keys of one image are all below or all listed, each in row order, which is
 // all the stable sort after needs. The digit counts are one copy: eight, as the whole
 // array's passes keep, measured slower for every row shape and key distribution timed, few
@@ -714,8 +714,6 @@ __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
   constexpr int list_items = ListItems > 0 ? ListItems : 1;
   __shared__ row_candidate_list<K, list_items> list;
   const std::size_t tiles = ceil_div(cols, select_tile_items);
-  // Keys sharing the digits found that the list takes: none in rows of one tile.
-  const unsigned long long most_listed = tiles > 1 ? ListItems : 0;
 
   for (std::size_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const K* keys = in + row * cols;
@@ -738,7 +736,7 @@ __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
     };
 
     int shift = image_bits - select_digit_bits;
-    for (; shift >= 0 && !settled() && (rule.known_from == image_bits || sharing > most_listed);
+    for (; shift >= 0 && !settled() && (rule.known_from == image_bits || sharing > ListItems);
          shift -= select_digit_bits) {
       narrow(shift, [&](const auto& count) {
         for (std::size_t tile = 0; tile < tiles; ++tile) {
@@ -771,6 +769,128 @@ __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
       write_taken_tile(listed_keys(list, listed, tile, descending), rule, below_before,
                        equal_before, row_taken_keys, row_taken_positions, sum_storage, tile_total);
     }
+  }
+}
+
+// ---- Batched: a warp a row ---------------------------------------------------------------------
+
+// Rows of one tile (select_tile_items keys or fewer), as many as the SMs or more, take a warp
+// each: the row's threshold a digit at a time from the top, as select_rows_kernel finds it,
+// with the digit's counts in the warp's own select_bins words of shared memory, added up by
+// a warp scan. No step waits on a block barrier, so a block holds select_warps rows in flight
+// where select_rows_kernel holds one: top_k_batched of rows of 1,024 keys took 1.7-1.8x less
+// time, of rows of 2,048 1.05-1.12x less, and of rows of 4,096 1.8 times as long, one warp's
+// loads too few for a row of that length (docs/patterns.md, "Top-k of each row").
+
+// One digit's counts, at `shift`, among the row's keys that share the rule's found digits,
+// to the warp's `counts`: every lane of the warp calls it.
+template <class K, class Image>
+__device__ void count_digit_in_warp(const K* keys, std::size_t cols, bool descending,
+                                    const taken_rule<Image>& rule, int shift, unsigned* counts) {
+  constexpr int image_bits = 8 * int(sizeof(Image));
+  __syncwarp();  // the counts of the digit before read
+  for (int digit = lane_id(); digit < select_bins; digit += 32)
+    counts[digit] = 0;
+  __syncwarp();
+  for (std::size_t i = lane_id(); i < cols; i += 32) {
+    const Image image = rank_image(load_item(keys + i), descending);
+    if (rule.known_from == image_bits || rule.equal(image))
+      atomicAdd(&counts[unsigned(image >> shift) & (select_bins - 1)], 1u);
+  }
+  __syncwarp();
+}
+
+// The rule's next digit, at `shift`, from the warp's counts of it, as narrow_to_digit finds
+// it for a block: lane l adds up the counts of digits 8l to 8l + 7 (read in an order rotated
+// by l / 4, so that the 32 lanes' reads meet 32 banks), a warp scan places them, and the lane
+// whose digits hold the needed key hands the digit over. Returns how many keys share the
+// digits found. Every lane of the warp calls it.
+template <class Image>
+__device__ unsigned long long narrow_to_digit_in_warp(const unsigned* counts, int shift,
+                                                      taken_rule<Image>& rule) {
+  constexpr int digits_a_lane = select_bins / 32;
+  static_assert(digits_a_lane == 8, "the rotated reads part 8 digits a lane over 32 banks");
+  const unsigned lane = lane_id();
+  unsigned mine = 0;
+#pragma unroll
+  for (int j = 0; j < digits_a_lane; ++j)
+    mine += counts[lane * digits_a_lane + ((j + lane / 4) % digits_a_lane)];
+  const unsigned through = warp_inclusive_scan(mine, plus{});
+  unsigned long long before = through - mine;
+  const bool holds = before < rule.needed && rule.needed <= through;
+  const int holder = __ffs(int(__ballot_sync(full_warp, holds))) - 1;
+  unsigned digit = 0, count = 0;
+  if (holds) {
+    for (int j = 0; j < digits_a_lane; ++j) {
+      count = counts[lane * digits_a_lane + j];
+      if (before + count >= rule.needed) {
+        digit = lane * digits_a_lane + unsigned(j);
+        break;
+      }
+      before += count;
+    }
+  }
+  digit = __shfl_sync(full_warp, digit, holder);
+  count = __shfl_sync(full_warp, count, holder);
+  before = __shfl_sync(full_warp, before, holder);
+  rule = {Image(rule.threshold | (Image(digit) << shift)), shift, rule.needed - before};
+  return count;
+}
+
+// Writes the row's taken keys, and their positions, in row order, as write_taken_tile writes
+// a tile's: 32 keys a step, each lane's place counted by the warp's ballots. Every lane of
+// the warp calls it.
+template <class K, class Index>
+__device__ void write_taken_row_in_warp(const K* keys, std::size_t cols, bool descending,
+                                        const taken_rule<rank_image_type<K>>& rule, K* taken_keys,
+                                        Index* taken_positions) {
+  const unsigned lanes_before = (1u << lane_id()) - 1u;
+  unsigned long long below_before = 0, equal_before = 0;
+  for (std::size_t first = 0; first < cols; first += 32) {
+    const std::size_t i = first + lane_id();
+    const bool valid = i < cols;
+    const K key = valid ? load_item(keys + i) : K{};
+    const rank_image_type<K> image = rank_image(key, descending);
+    const bool below = valid && rule.below(image);
+    const bool equal = valid && rule.equal(image);
+    const unsigned below_lanes = __ballot_sync(full_warp, below);
+    const unsigned equal_lanes = __ballot_sync(full_warp, equal);
+    const unsigned long long below_at = below_before + unsigned(__popc(below_lanes & lanes_before));
+    const unsigned long long equal_at = equal_before + unsigned(__popc(equal_lanes & lanes_before));
+    if (below) {
+      const unsigned long long at = below_at + (equal_at < rule.needed ? equal_at : rule.needed);
+      taken_keys[at] = key;
+      taken_positions[at] = Index(i);
+    } else if (equal && equal_at < rule.needed) {
+      taken_keys[below_at + equal_at] = key;
+      taken_positions[below_at + equal_at] = Index(i);
+    }
+    below_before += unsigned(__popc(below_lanes));
+    equal_before += unsigned(__popc(equal_lanes));
+  }
+}
+
+// Row r's k taken keys (cols up to select_tile_items) to taken_keys[r * k, (r + 1) * k), with
+// their positions in the row, a warp a row.
+template <class K, class Index>
+__global__ void __launch_bounds__(select_threads)
+    select_short_rows_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
+                             bool descending, K* taken_keys, Index* taken_positions) {
+  using image_type = rank_image_type<K>;
+  constexpr int image_bits = 8 * int(sizeof(image_type));
+  __shared__ unsigned counts[select_warps][select_bins];
+  const unsigned warp = threadIdx.x / 32;
+  const std::size_t warps = std::size_t(gridDim.x) * select_warps;
+  for (std::size_t row = std::size_t(blockIdx.x) * select_warps + warp; row < rows; row += warps) {
+    const K* keys = in + row * cols;
+    taken_rule<image_type> rule{image_type(0), image_bits, k};
+    for (int shift = image_bits - select_digit_bits; shift >= 0; shift -= select_digit_bits) {
+      count_digit_in_warp(keys, cols, descending, rule, shift, counts[warp]);
+      if (narrow_to_digit_in_warp(counts[warp], shift, rule) == rule.needed)
+        break;  // every key sharing the digits found is taken
+    }
+    write_taken_row_in_warp(keys, cols, descending, rule, taken_keys + row * k,
+                            taken_positions + row * k);
   }
 }
 
