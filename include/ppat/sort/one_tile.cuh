@@ -18,15 +18,16 @@
 
 namespace ppat::detail {
 
-// Inputs that fit one block, sorted by it alone: up to 1024 keys, four a thread, so that
-// each pass's ranking is a chain of four items, not sixteen; up to 4096, sixteen a thread
-// (512 threads with eight measured no faster); up to 8192, 512 threads with sixteen each, in
-// up to 148 KB of shared memory, where the cooperative launch took about twice as long
+// Inputs that fit one block, sorted by it alone: up to 1024 keys, 256 threads with four
+// each, so that each pass's ranking is a chain of four items, not sixteen; up to 4096, 512
+// threads with eight each (256 with sixteen took 3-33% longer at 1,025-4,096 keys); up to
+// 8192, 512 threads with sixteen each, in up to 148 KB of shared memory, where the
+// cooperative launch took about twice as long and 1,024 threads with eight 10-22% longer
 // (docs/patterns.md, "Radix sort", the figures).
 template <class K, class V>
 using one_tile_tiny_shape = tile_shape<K, V, tuning<256, 128, 0>, 4>;
 template <class K, class V>
-using one_tile_small_shape = tile_shape<K, V, tuning<256, 128, 0>>;
+using one_tile_small_shape = tile_shape<K, V, tuning<512, 128, 0>, 8>;
 template <class K, class V>
 using one_tile_large_shape = tile_shape<K, V, tuning<512, 256, 0>>;
 
