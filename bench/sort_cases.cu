@@ -404,8 +404,9 @@ void bench_sort(session& s) {
     if (s.wants_type("f32", std::vector<std::string>{"f32"})) {
       for (std::size_t k : {16, 1000})
         if (k <= n && n < (std::size_t{1} << 31)) top_k_case(s, n, k, n <= (std::size_t{1} << 28));
-      // Rows of logits: a vocabulary of 32,768 or 131,072, the sampler's k; and short rows
-      // (a warp a row), a router's or a neighbour search's scores.
+      // Rows of logits: a vocabulary of 32,768 or 131,072, the sampler's k; and short rows,
+      // a router's or a neighbour search's scores (a warp a row where they are as many as
+      // the SMs, a cluster a row at 2^16).
       for (const auto& [cols, k] : {std::pair<std::size_t, std::size_t>{32768, 50},
                                     std::pair<std::size_t, std::size_t>{131072, 1000},
                                     std::pair<std::size_t, std::size_t>{1024, 8}})

@@ -692,13 +692,12 @@ constexpr int select_rows_blocks_an_sm = sizeof(K) == 8 ? 3 : 4;
 // and the last write read the list. So keys of every bit pattern and k small beside the row
 // cost two reads of it, where a read a digit and one to write took three or four. The first
 // digit always reads the row. Rows of one tile take a warp each (select_short_rows_kernel)
-// or a block's cluster of one, so the rows here span two tiles or more. Keys below the
-// listed ones come first in the row's taken keys, then the listed
-// ones taken: keys of one image are all below or all listed, each in row order, which is
-// all the stable sort after needs. The digit counts are one copy: eight, as the whole
-// array's passes keep, measured slower for every row shape and key distribution timed, few
-// values included. `ListItems`: a probe may time other lists (0: none) against
-// select_row_list_items.
+// or a cluster of one block, so the rows here span two tiles or more. Keys below the listed
+// ones come first in the row's taken keys, then the listed ones taken: keys of one image are
+// all below or all listed, each in row order, which is all the stable sort after needs. The
+// digit counts are one copy: eight, as the whole array's passes keep, measured slower for
+// every row shape and key distribution timed, few values included. `ListItems`: a probe may
+// time other lists (0: none) against select_row_list_items.
 template <class K, class Index, int ListItems = select_row_list_items>
 __global__ void __launch_bounds__(select_threads, select_rows_blocks_an_sm<K>)
     select_rows_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
