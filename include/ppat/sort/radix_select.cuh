@@ -885,8 +885,9 @@ __global__ void __launch_bounds__(select_threads)
     taken_rule<image_type> rule{image_type(0), image_bits, k};
     for (int shift = image_bits - select_digit_bits; shift >= 0; shift -= select_digit_bits) {
       count_digit_in_warp(keys, cols, descending, rule, shift, counts[warp]);
-      if (narrow_to_digit_in_warp(counts[warp], shift, rule) == rule.needed)
-        break;  // every key sharing the digits found is taken
+      // Called apart: it changes rule.needed, which one expression could read before the call.
+      const unsigned long long sharing = narrow_to_digit_in_warp(counts[warp], shift, rule);
+      if (sharing == rule.needed) break;  // every key sharing the digits found is taken
     }
     write_taken_row_in_warp(keys, cols, descending, rule, taken_keys + row * k,
                             taken_positions + row * k);
@@ -965,8 +966,10 @@ __global__ void __launch_bounds__(select_threads)
       unsigned long long total = 0;
       for (unsigned b = 0; b < blocks; ++b)
         total += in_block(&counts[set][0], b)[threadIdx.x];
-      if (narrow_to_digit(total, shift, rule, sum_storage, found, found_count) == rule.needed)
-        break;  // every key sharing the digits found is taken
+      // Called apart: it changes rule.needed, which one expression could read before the call.
+      const unsigned long long sharing =
+          narrow_to_digit(total, shift, rule, sum_storage, found, found_count);
+      if (sharing == rule.needed) break;  // every key sharing the digits found is taken
     }
 
     // The run's taken keys, in input order after those of the runs before it.
