@@ -428,27 +428,56 @@ TEST(scan, stream_memory_is_reused_across_calls) {
              ppat_test::random_integers<int>(1000003, -1000, 1000), 0, ppat::plus{});
 }
 
-// Buffers that are not 16-byte aligned take the element-wise path; results are the same.
+// Buffers off 16-byte boundaries: the loads go item by item, and results of up to 4 bytes
+// leave a warp row at a time as whole vectors (store_warp_row, core/staged_run.cuh), 8-byte
+// ones item by item. Every placement of `in` and `out` gives the exact results, and nothing
+// around `out` is written.
+template <class T>
+void expect_exact_wherever_the_buffers_lie(std::size_t n, long long low, long long high) {
+  if (ppat_test::over_item_budget(n)) return;
+  SCOPED_TRACE(std::to_string(sizeof(T)) + "-byte items, n=" + std::to_string(n));
+  constexpr std::size_t most = 16 / sizeof(T) - 1;  // items short of the next 16 bytes
+  const auto in = ppat_test::random_integers<T>(n, low, high);
+  device_buffer<T> input(n + most), output(n + most, /*guard=*/64);
+  for (std::size_t in_shift : {std::size_t{0}, std::size_t{1}, most}) {
+    input.upload(ppat_test::placed_at(in, in_shift, most));
+    for (std::size_t out_shift = 0; out_shift <= most; ++out_shift) {
+      for (kind k : kinds) {
+        output.poison();
+        run_scan(rung::single_pass, k, input.data() + in_shift, output.data() + out_shift, n,
+                 T(3), ppat::plus{});
+        ppat_test::expect_no_cuda_error();
+        const auto all = output.download();
+        const auto first = all.begin() + std::ptrdiff_t(out_shift);
+        const std::vector<T> got(first, first + std::ptrdiff_t(n));
+        const auto poisoned = [](T x) {
+          unsigned char bytes[sizeof(T)];
+          std::memcpy(bytes, &x, sizeof(T));
+          return std::all_of(bytes, bytes + sizeof(T),
+                             [](unsigned char b) { return b == ppat_test::poison_byte; });
+        };
+        const std::string where = std::string(name(k)) + ", in " + std::to_string(in_shift) +
+                                  " and out " + std::to_string(out_shift) +
+                                  " items off 16 bytes";
+        EXPECT_EQ(ppat_test::first_mismatch(got, reference(k, in, T(3), ppat::plus{})), -1)
+            << where;
+        EXPECT_TRUE(std::all_of(all.begin(), first, poisoned) &&
+                    std::all_of(first + std::ptrdiff_t(n), all.end(), poisoned) &&
+                    output.guards_intact())
+            << where << ": written outside out";
+      }
+    }
+  }
+}
+
 TEST(scan, unaligned_buffers) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
-  const std::size_t n = 1000003;
-  const auto in = ppat_test::random_integers<int>(n, -1000, 1000);
-  device_buffer<int> input(n + 1), output(n + 1);
-  std::vector<int> shifted(n + 1, 0);
-  std::copy(in.begin(), in.end(), shifted.begin() + 1);
-  input.upload(shifted);
-  for (kind k : kinds) {
-    for (int out_shift : {0, 1}) {
-      output.poison();
-      run_scan(rung::single_pass, k, input.data() + 1, output.data() + out_shift, n, 3,
-               ppat::plus{});
-      ppat_test::expect_no_cuda_error();
-      auto all = output.download();
-      std::vector<int> got(all.begin() + out_shift, all.begin() + out_shift + n);
-      EXPECT_EQ(ppat_test::first_mismatch(got, reference(k, in, 3, ppat::plus{})), -1)
-          << name(k) << " out shifted by " << out_shift;
-    }
+  for (std::size_t n : {std::size_t{70001}, std::size_t{1000003}}) {
+    expect_exact_wherever_the_buffers_lie<std::int32_t>(n, -1000, 1000);
+    expect_exact_wherever_the_buffers_lie<std::uint16_t>(n, 0, 0xFFFF);
+    expect_exact_wherever_the_buffers_lie<std::uint8_t>(n, 0, 0xFF);
+    expect_exact_wherever_the_buffers_lie<std::int64_t>(n, -1000000000000ll, 1000000000000ll);
   }
 }
 

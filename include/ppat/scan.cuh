@@ -28,6 +28,7 @@
 #include "core/error.cuh"
 #include "core/operators.cuh"
 #include "core/partial.cuh"
+#include "core/staged_run.cuh"
 #include "core/vector_io.cuh"
 #include "scan/by_key.cuh"
 #include "scan/single_pass.cuh"
@@ -90,6 +91,13 @@ struct plain_source {
     store_items<Aligned>(out + first, results);
   }
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
+  // Off 16-byte boundaries, a warp's row of results from `first` leaves as whole vectors
+  // where items are of up to 4 bytes (a lane's 4 to 16 stores become one); 8-byte items keep
+  // their two stores a vector, faster for i64 (docs/patterns.md, "Scan").
+  static constexpr bool stores_rows = !Aligned && one_access<T, Vec> && sizeof(T) <= 4;
+  __device__ void store_row(std::size_t first, const T (&results)[Vec]) const {
+    store_warp_row(out + first, results);
+  }
 };
 
 template <class Source>

@@ -128,6 +128,9 @@ struct by_key_source {
     store_items<Aligned>(out + first, results);
   }
   __device__ void store_one(std::size_t i, const T& result) const { out[i] = result; }
+  // Item by item off 16-byte boundaries: whole-vector rows (plain_source) took the scan by key
+  // longer (docs/patterns.md, "Scan").
+  static constexpr bool stores_rows = false;
 };
 
 // By key, u32 keys: 128 bytes of values a thread at 3 tiles an SM for 4-byte values, 192 at 2
@@ -224,6 +227,8 @@ struct segment_reduce_source {
     return {before.value.value, through.value, starts_before,
             through.starts.value() != starts_before};
   }
+  // Its results are stores at segment starts, not a row of items.
+  static constexpr bool stores_rows = false;
   // A whole vector holds the last position only as its last item: one comparison a vector
   // instead of one an item (docs/patterns.md, "Stream compaction, unique, runs").
   __device__ void store(std::size_t first, const result_type (&results)[Vec]) const {

@@ -166,7 +166,19 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
         return lookback_prefix(state, tile, tile_total, before_tiles, op, lookback);
       });
 
-  // Combine every item with everything before it, and store.
+  // Combine every item with everything before it, and store. Results off 16-byte boundaries
+  // leave a warp row at a time as whole vectors (store_warp_row, core/staged_run.cuh) where
+  // the source can store them so, in full tiles.
+  const auto store_vector_or_items = [&](int r, const typename Source::result_type(&results)[vec]) {
+    if (whole_vector(r)) {
+      source.store(row_first(r), results);
+    } else {
+#pragma unroll
+      for (int j = 0; j < vec; ++j) {
+        if (row_first(r) + j < n) source.store_one(row_first(r) + j, results[j]);
+      }
+    }
+  };
 #pragma unroll
   for (int r = 0; r < rows; ++r) {
     item items[vec];
@@ -182,13 +194,14 @@ __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
       results[j] = source.result(before, through.value);
       before = through;
     }
-    if (whole_vector(r)) {
-      source.store(row_first(r), results);
-    } else {
-#pragma unroll
-      for (int j = 0; j < vec; ++j) {
-        if (row_first(r) + j < n) source.store_one(row_first(r) + j, results[j]);
+    if constexpr (Source::stores_rows) {
+      if (full_tile) {
+        source.store_row(row_first(r) - lane * vec, results);
+      } else {
+        store_vector_or_items(r, results);
       }
+    } else {
+      store_vector_or_items(r, results);
     }
     before_row = then(before_row, partial<item>{shuffle_from(lane_inclusive[r], 31), true}, op);
   }
