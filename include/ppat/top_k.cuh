@@ -14,8 +14,9 @@
 // a digit at a time, ties parted by position, the later digits read from a list of the
 // few keys still in question (listed in one read where a sample bounds them), and the k
 // taken keys sorted; a block a row for the batched form (a warp a row for rows of up to
-// 2,048 keys), a cluster a row for rows fewer than the SMs, and the whole GPU a row for rows
-// so few and long that it serves them best.
+// 2,048 keys), a cluster a row for rows fewer than the SMs (which sorts up to 1,024 taken
+// keys itself, in one launch), and the whole GPU a row for rows so few and long that it
+// serves them best.
 // An input that fits one tile (up to 8192 keys) is sorted whole by one block with its
 // positions, which writes the first k (sort/one_tile.cuh).
 #pragma once
@@ -205,16 +206,14 @@ void select_top_k_at(const K* in, std::size_t n, std::size_t k, K* keys_out, Ind
   sort_on_its_path<Position, no_values>(taken.data(), ordered.data(), nullptr, nullptr, k,
                                         order::ascending, 0, position_width, call);
   taken.release();
-  temporary_buffer<K> taken_keys(k, call);
-  temporary_buffer<Index> taken_positions(k, call);
+  temporary_pair<K, Index> taken_pairs(k, k, call);
   gather_taken_kernel<<<grid_stride_blocks(k, 1024, call.limits(), 8), 256, 0, call.stream()>>>(
-      in, ordered.data(), k, taken_keys.data(), taken_positions.data());
+      in, ordered.data(), k, taken_pairs.first(), taken_pairs.second());
   check_launch(function, "gather_taken_kernel");
   ordered.release();
-  sort_on_its_path(taken_keys.data(), keys_out, moved_values(taken_positions.data()),
+  sort_on_its_path(taken_pairs.first(), keys_out, moved_values(taken_pairs.second()),
                    moved_values(indices_out), k, ord, 0, 8 * int(sizeof(K)), call);
-  taken_keys.release();
-  taken_positions.release();
+  taken_pairs.release();
 }
 
 template <class K, class Index>
@@ -264,13 +263,18 @@ struct select_cluster_shape {
 };
 
 // Each row's taken keys, a cluster a row (select_rows_cluster_kernel), as many clusters as
-// fit the GPU at once.
+// fit the GPU at once; sorted too where `sort_taken` (k within taken_sorted_shape's tile),
+// the shared memory then as large as the block sort's storage at least (above 32 keys).
 template <class K, class Index>
 void select_in_clusters(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
                         bool descending, const select_cluster_shape& shape, K* taken_keys,
-                        Index* taken_positions, const call_context& call) {
+                        Index* taken_positions, bool sort_taken, const call_context& call) {
   constexpr auto kernel = select_rows_cluster_kernel<K, Index>;
   allow_dynamic_shared_bytes<kernel>(call);
+  const std::size_t shared_bytes =
+      sort_taken && k > 32 ? std::max(shape.shared_bytes,
+                                      sizeof(tile_storage<taken_sorted_shape<K, Index>, K, Index>))
+                           : shape.shared_bytes;
   cudaLaunchAttribute cluster_size{};
   cluster_size.id = cudaLaunchAttributeClusterDimension;
   cluster_size.val.clusterDim.x = shape.blocks;
@@ -279,24 +283,17 @@ void select_in_clusters(const K* in, std::size_t rows, std::size_t cols, std::si
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(shape.blocks);
   config.blockDim = dim3(select_threads);
-  config.dynamicSmemBytes = shape.shared_bytes;
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = call.stream();
   config.attrs = shape.blocks > 1 ? &cluster_size : nullptr;
   config.numAttrs = shape.blocks > 1 ? 1 : 0;
-  int clusters = 0;
-  if (shape.blocks > 1) {
-    call.check(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
-               "cudaOccupancyMaxActiveClusters");
-  } else {
-    call.check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, kernel, select_threads,
-                                                             shape.shared_bytes),
-               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    clusters *= call.limits().sm_count;
-  }
-  const std::size_t launched = std::min(rows, std::size_t(std::max(clusters, 1)));
+  const std::size_t clusters = shape.blocks > 1
+                                   ? resident_clusters<kernel>(config, shape.blocks, call)
+                                   : resident_blocks<kernel>(select_threads, shared_bytes, call);
+  const std::size_t launched = std::min(rows, std::max<std::size_t>(clusters, 1));
   config.gridDim = dim3(unsigned(launched * shape.blocks));
   call.check(cudaLaunchKernelEx(&config, kernel, in, rows, cols, k, descending, shape.tiles_a_block,
-                                taken_keys, taken_positions),
+                                taken_keys, taken_positions, sort_taken),
              "cudaLaunchKernelEx (select_rows_cluster_kernel)");
 }
 
@@ -316,31 +313,36 @@ void top_k_batched(const K* in, std::size_t rows, std::size_t cols, std::size_t 
       select_top_k(in + row * cols, cols, k, keys_out + row * k, indices_out + row * k, ord, call);
     return;
   }
-  temporary_buffer<K> taken_keys(rows * k, call);
-  temporary_buffer<Index> taken_positions(rows * k, call);
   const select_cluster_shape cluster =
       select_cluster_shape::of(rows, cols, sizeof(K), call.limits());
+  const bool descending = ord == order::descending;
+  // Few rows: a cluster a row, which sorts up to a tile of taken keys itself.
+  if (cluster.blocks > 0 && k <= std::size_t(taken_sorted_shape<K, Index>::tile_items)) {
+    select_in_clusters(in, rows, cols, k, descending, cluster, keys_out, indices_out, true, call);
+    return;
+  }
+  // Each row's taken keys and their positions, sorted afterwards.
+  temporary_pair<K, Index> taken(rows * k, rows * k, call);
   if (cluster.blocks > 0) {
-    select_in_clusters(in, rows, cols, k, ord == order::descending, cluster, taken_keys.data(),
-                       taken_positions.data(), call);
+    select_in_clusters(in, rows, cols, k, descending, cluster, taken.first(), taken.second(), false,
+                       call);
   } else if (cols <= std::size_t(select_tile_items)) {
     constexpr auto kernel = select_short_rows_kernel<K, Index>;
     const std::size_t blocks =
         std::min(ceil_div(rows, select_warps), resident_blocks<kernel>(select_threads, 0, call));
-    kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
-        in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
+    kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(in, rows, cols, k, descending,
+                                                                   taken.first(), taken.second());
     check_launch(function, "select_short_rows_kernel");
   } else {
     constexpr auto kernel = select_rows_kernel<K, Index>;
     const std::size_t blocks = std::min(rows, resident_blocks<kernel>(select_threads, 0, call));
-    kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(
-        in, rows, cols, k, ord == order::descending, taken_keys.data(), taken_positions.data());
+    kernel<<<unsigned(blocks), select_threads, 0, call.stream()>>>(in, rows, cols, k, descending,
+                                                                   taken.first(), taken.second());
     check_launch(function, "select_rows_kernel");
   }
-  sort_rows(taken_keys.data(), keys_out, moved_values(taken_positions.data()),
-            moved_values(indices_out), rows, k, ord, call);
-  taken_keys.release();
-  taken_positions.release();
+  sort_rows(taken.first(), keys_out, moved_values(taken.second()), moved_values(indices_out), rows,
+            k, ord, call);
+  taken.release();
 }
 
 }  // namespace detail

@@ -153,4 +153,29 @@ std::size_t resident_blocks(int threads, std::size_t shared_bytes, const call_co
   return std::size_t(blocks) * std::size_t(call.limits().sm_count);
 }
 
+// Clusters of `Kernel` launched as `config` says (its cluster dimension the attribute's, of
+// `blocks` blocks) that fit on the call's GPU at once, asked of the runtime once per device
+// for the cluster and shared memory last asked about: the query took host time on every
+// call of a top-k of few short rows.
+template <auto Kernel>
+std::size_t resident_clusters(const cudaLaunchConfig_t& config, unsigned blocks,
+                              const call_context& call) {
+  constexpr int most_devices = 64;
+  // One plus (shared bytes << 24 | blocks << 16 | clusters), as last asked; 0 before.
+  static std::atomic<std::uint64_t> last_asked[most_devices] = {};
+  const std::uint64_t shape =
+      (std::uint64_t(config.dynamicSmemBytes) << 24) | (std::uint64_t(blocks & 0xFF) << 16);
+  std::atomic<std::uint64_t>* known =
+      call.device() < most_devices ? &last_asked[call.device()] : nullptr;
+  const std::uint64_t entry = known != nullptr ? known->load(std::memory_order_relaxed) : 0;
+  if (entry != 0 && ((entry - 1) & ~std::uint64_t(0xFFFF)) == shape)
+    return std::size_t((entry - 1) & 0xFFFF);
+  int clusters = 0;
+  call.check(cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config),
+             "cudaOccupancyMaxActiveClusters");
+  if (known != nullptr)
+    known->store(1 + (shape | std::uint64_t(clusters & 0xFFFF)), std::memory_order_relaxed);
+  return std::size_t(clusters);
+}
+
 }  // namespace ppat::detail

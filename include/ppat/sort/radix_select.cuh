@@ -33,6 +33,7 @@
 #include "../core/shared_storage.cuh"
 #include "../core/vector_io.cuh"
 #include "../core/warp.cuh"
+#include "one_tile.cuh"
 #include "plan.cuh"
 #include "radix_key.cuh"
 
@@ -902,13 +903,45 @@ __global__ void __launch_bounds__(select_threads)
 // that every digit after the first reads shared memory, not the row. The cluster's blocks
 // all sum the counts and pick the same digit; they then write their taken keys in input
 // order (write_taken_tiles over their runs), each told how many the blocks before it take.
+// Where `sort_taken`, the taken keys go to the outputs and the cluster's first block sorts
+// them there (k at most taken_sorted_shape's tile; up to 32 one warp), so that the call
+// needs no second launch and no temporary memory.
 constexpr int select_cluster_most_blocks = 8;
+
+template <class K, class Index>
+using taken_sorted_shape = one_tile_tiny_shape<K, Index>;
+
+// Up to 32 taken keys, in input order at `keys` and `positions`, sorted there by one warp:
+// a key's place is the count of keys whose images come before its own, ties in input order.
+// A block's one-tile sort would take a rank and a barrier a digit.
+template <class K, class Index>
+__device__ void sort_few_taken_in_warp(K* keys, Index* positions, unsigned k, bool descending) {
+  const unsigned lane = unsigned(lane_id());
+  const bool mine = lane < k;
+  K key{};
+  Index position{};
+  if (mine) {
+    key = keys[lane];
+    position = positions[lane];
+  }
+  const rank_image_type<K> image = rank_image(key, descending);
+  unsigned place = 0;
+  for (unsigned j = 0; j < k; ++j) {
+    const rank_image_type<K> other = shuffle_from(image, int(j));
+    place += other < image || (other == image && j < lane) ? 1u : 0u;
+  }
+  __syncwarp();  // every lane's key read before any is moved
+  if (mine) {
+    keys[place] = key;
+    positions[place] = position;
+  }
+}
 
 template <class K, class Index>
 __global__ void __launch_bounds__(select_threads)
     select_rows_cluster_kernel(const K* in, std::size_t rows, std::size_t cols, std::size_t k,
                                bool descending, std::size_t tiles_a_block, K* taken_keys,
-                               Index* taken_positions) {
+                               Index* taken_positions, bool sort_taken) {
   using image_type = rank_image_type<K>;
   constexpr int image_bits = 8 * int(sizeof(image_type));
   extern __shared__ uint4 row_run[];           // this block's run of the row, as rank images
@@ -991,7 +1024,25 @@ __global__ void __launch_bounds__(select_threads)
     write_taken_tiles(keys, cols, first_tile, end_tile, descending, rule, taken_before[0],
                       taken_before[1], taken_keys + row * k, taken_positions + row * k, sum_storage,
                       tile_total);
-    cluster_sync();  // the counts read by every block before the next row changes them
+    // The counts read by every block before the next row changes them, and every block's
+    // taken keys written before the first block sorts them.
+    cluster_sync();
+    if (sort_taken && rank == 0) {
+      using shape = taken_sorted_shape<K, Index>;
+      static_assert(shape::threads == select_threads, "the block sorts the taken keys");
+      if (k <= 32) {
+        if (threadIdx.x < 32)
+          sort_few_taken_in_warp(taken_keys + row * k, taken_positions + row * k, unsigned(k),
+                                 descending);
+      } else {
+        // Its run's images are read: the shared memory holds the sort's storage now.
+        sort_in_one_tile<shape>(
+            taken_keys + row * k, taken_keys + row * k, taken_positions + row * k,
+            taken_positions + row * k, unsigned(k), radix_passes::of(0, 8 * int(sizeof(K))),
+            descending ? order::descending : order::ascending, 8 * int(sizeof(K)),
+            dynamic_shared_storage<tile_storage<shape, K, Index>>());
+      }
+    }
   }
 }
 
