@@ -293,6 +293,68 @@ TEST(segmented_reduce, long_segments_when_the_lists_run_out) {
   }
 }
 
+// segmented_reduce's one-launch path on the device (its limits lowered), its result
+// downloaded.
+template <class T, class Op>
+std::vector<T> one_launch_fold(const device_buffer<T>& items, const segments& s, T init, Op op,
+                               const ppat::detail::few_segment_limits& limits) {
+  const auto begins = on_device(offsets_as<long long>(s.begins));
+  const auto ends = on_device(offsets_as<long long>(s.ends));
+  const auto out = poisoned<T>(s.begins.size());
+  const ppat::detail::call_context call(0, "ppat::segmented_reduce");
+  EXPECT_TRUE(ppat::detail::reduce_few_segments(
+      items.data(), out->data(),
+      ppat::detail::offset_segments<long long>{begins->data(), ends->data(), SIZE_MAX,
+                                               s.begins.size()},
+      init, op, call, limits));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(out->guards_intact());
+  return out->download();
+}
+
+// Segments no more than the blocks the GPU holds at once take one launch, a block a segment
+// and helper blocks for the parts of long ones: exact against the host (a non-commutative
+// operator too), and float bits the same as the two-kernel path's, with every helper, with
+// none or one (a segment's own block folds its parts), and with part slots for none or few
+// of the spread segments (those folded whole by their own block).
+TEST(segmented_reduce, few_segments_in_one_launch) {
+  PPAT_REQUIRE_GPU();
+  PPAT_TRACE_SEED();
+  const std::size_t n = 250000;  // about 40 segments of the mixed layouts
+  const auto items = draw_integers<std::uint32_t>(n);
+  const auto maps = ppat_test::random_affine_maps(n);
+  const auto floats = ppat_test::spread_floats<float>(n);
+  const auto on_items = on_device(items);
+  const auto on_maps = on_device(maps);
+  const auto on_floats = on_device(floats);
+  const ppat::detail::few_segment_limits every_slot{};
+  const ppat::detail::long_segment_limits two_kernels{};
+  const ppat::detail::few_segment_limits limits[] = {
+      every_slot, {every_slot.slots, 0}, {every_slot.slots, 1}, {0, 3}, {5, 2}, {20, SIZE_MAX}};
+  for (const auto& limit : limits) {
+    SCOPED_TRACE("at most " + std::to_string(limit.slots) + " slots, " +
+                 std::to_string(limit.helpers) + " helpers");
+    for (layout l :
+         {layout::mixed, layout::edges, layout::one, layout::shuffled_gaps, layout::not_ranges}) {
+      SCOPED_TRACE(std::string("layout ") + name(l));
+      const segments s = draw_segments<std::uint32_t>(n, l);
+      EXPECT_EQ(first_mismatch(one_launch_fold(*on_items, s, 4u, ppat::plus{}, limit),
+                               host_fold(items, s, 4u, ppat::plus{})),
+                -1);
+      const segments m = draw_segments<affine>(n, l);
+      EXPECT_EQ(
+          first_mismatch(one_launch_fold(*on_maps, m, affine{5u, 1u, 0u}, ppat_test::then{}, limit),
+                         host_fold(maps, m, affine{5u, 1u, 0u}, ppat_test::then{})),
+          -1);
+      const segments f = draw_segments<float>(n, l);
+      EXPECT_EQ(first_mismatch(
+                    one_launch_fold(*on_floats, f, 0.5f, ppat::plus{}, limit),
+                    device_fold<float, long long>(*on_floats, f, 0.5f, ppat::plus{}, &two_kernels)),
+                -1);
+    }
+  }
+}
+
 template <class T, class Op>
 void check_rows(std::size_t rows, std::size_t cols, T init, Op op, const std::vector<T>& items) {
   SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));

@@ -139,6 +139,33 @@ void reduce_segments(const T* in, T* out, const Segments& segments, T init, Op o
   lists.release();
 }
 
+// The part slots the one-launch path lends and the helpers it launches; tests lower them to
+// reach the segments that spread but find no slots, and listers alone.
+struct few_segment_limits {
+  std::size_t slots = few_segment_slots<char>::most;
+  std::size_t helpers = std::numeric_limits<std::size_t>::max();  // at most; tests lower it
+};
+
+// Segments at most as many as the blocks of reduce_few_segments_kernel the GPU holds at
+// once, in one launch of that many blocks (a lister a segment, the rest helpers): no second
+// launch, no temporary memory. False, with nothing queued, for more segments.
+template <class T, class Segments, class Op>
+bool reduce_few_segments(const T* in, T* out, const Segments& segments, T init, Op op,
+                         const call_context& call, const few_segment_limits& limits = {}) {
+  constexpr auto kernel = reduce_few_segments_kernel<T, Segments, Op>;
+  constexpr int threads = long_segment_shape<T>::threads;
+  const std::size_t resident = resident_blocks<kernel>(threads, 0, call);
+  if (segments.count > resident) return false;
+  const std::size_t blocks = segments.count + std::min(limits.helpers, resident - segments.count);
+  stream_scratch memory(few_segment_slots<T>::bytes, counters_epochs_then_values, call);
+  const few_segment_slots<T> slots{memory.data(), memory.epoch(),
+                                   std::min(limits.slots, few_segment_slots<T>::most)};
+  kernel<<<unsigned(blocks), threads, 0, call.stream()>>>(in, out, segments, init, op, slots);
+  check_launch(call.function(), "reduce_few_segments_kernel");
+  memory.release();
+  return true;
+}
+
 // Rows of one length take one path, which the host knows: no list.
 template <class T, class Op>
 void reduce_rows(const T* in, T* out, const row_segments& rows, T init, Op op,
@@ -184,8 +211,9 @@ void segmented_reduce(const T* in, std::size_t n, T* out, std::size_t num_segmen
   require_device_readable(in, sized ? n : 1, call, "in");
   require_device_readable(out, num_segments, call, "out");
   require_segment_offsets_readable(begin_offsets, end_offsets, num_segments, call);
-  reduce_segments(in, out, offset_segments<Offset>{begin_offsets, end_offsets, n, num_segments},
-                  init, op, call);
+  const offset_segments<Offset> segments{begin_offsets, end_offsets, n, num_segments};
+  if (!reduce_few_segments(in, out, segments, init, op, call))
+    reduce_segments(in, out, segments, init, op, call);
 }
 
 template <class T, class Op>

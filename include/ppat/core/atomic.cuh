@@ -6,8 +6,8 @@
 // where a generic pointer would be converted again at every addition.
 //
 // Also what blocks use to hand each other values: device-scope atomic references, reads
-// that bypass L1, the tickets that give tiles out in the order blocks start, and the one that
-// tells a kernel's last block to finish it is the last.
+// that bypass L1, the tickets that give tiles out in the order blocks start, the one that
+// tells a kernel's last block to finish it is the last, and a clock for waits that give up.
 #pragma once
 
 #include <cuda/atomic>
@@ -95,6 +95,13 @@ __device__ inline bool last_to_finish(unsigned* counter, unsigned blocks) {
   if (tickets.fetch_add(1, cuda::memory_order_acq_rel) != blocks - 1) return false;
   tickets.store(0, cuda::memory_order_relaxed);
   return true;
+}
+
+// The GPU's global timer in nanoseconds, for a wait that gives up.
+__device__ inline unsigned long long global_time_ns() {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
 }
 
 }  // namespace ppat::detail

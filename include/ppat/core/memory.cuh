@@ -151,6 +151,9 @@ enum scratch_purpose : int {
   lookback_16_byte_words,  // a status and a value of up to 12 bytes
   ticket_and_values,       // a ticket counter, then values no kernel reads as flags
   counter_words,           // counters only: every word reads 0 when lent
+  // Counters (0 when lent) and epoch-tagged words at places fixed for every call, then
+  // values written before they are read.
+  counters_epochs_then_values,
 };
 
 // Epochs take 30 bits of a flag word; before they run out, a block's memory starts over.
@@ -361,9 +364,9 @@ inline void release_stream_memory(cudaStream_t stream = 0) {
   const detail::call_context call(stream, "ppat::release_stream_memory");
   unsigned long long stream_id = 0;
   call.check(cudaStreamGetId(stream, &stream_id), "cudaStreamGetId");
-  for (auto purpose :
-       {detail::lookback_status_words, detail::lookback_8_byte_words,
-        detail::lookback_16_byte_words, detail::ticket_and_values, detail::counter_words}) {
+  for (auto purpose : {detail::lookback_status_words, detail::lookback_8_byte_words,
+                       detail::lookback_16_byte_words, detail::ticket_and_values,
+                       detail::counter_words, detail::counters_epochs_then_values}) {
     detail::scratch_pool_for(call.device(), purpose).release(stream_id, call);
   }
 }

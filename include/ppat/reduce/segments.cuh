@@ -20,7 +20,9 @@
 // its short segments at once. reduce_short_segments_kernel folds the segments up to
 // warp_items and lists the long ones;
 // reduce_long_segments_kernel folds the listed ones (or the rows of a matrix, which need no
-// list).
+// list). Where the segments are no more than the blocks the GPU holds at once,
+// reduce_few_segments_kernel folds them all in one launch instead, a block a segment, with
+// the same results to the bit.
 #pragma once
 
 #include <algorithm>
@@ -199,6 +201,26 @@ __device__ void fold_staged_segments(const T* in, T* out, bool staged, std::size
     }
     __syncwarp();  // the stage read
     waiting &= ~batch;
+  }
+}
+
+// One segment of up to warp_items items, folded by the calling warp (every lane calls) as the
+// short-segment kernel folds it, so that its result is the same bits: by lane 0 straight from
+// memory, staged and folded by lane 0 or by the warp, or by the warp from memory.
+template <class T, class Op>
+__device__ void fold_segment_by_warp(const T* in, T* out, std::size_t index,
+                                     const segment_range& range, const T& init, Op op,
+                                     segment_stage<T>& stage) {
+  using paths = segment_reduce_paths<T>;
+  const int lane = lane_id();
+  if (range.length <= paths::direct_items) {
+    if (lane == 0) out[index] = fold_alone(in + range.begin, range.length, init, op);
+  } else if (range.length <= paths::stage_items) {
+    fold_staged_segments(in, out, lane == 0, index, range, init, op, stage);
+  } else {
+    const partial<T> total = fold_items<typename paths::warp_shape, commutative<T, Op>>(
+        in + range.begin, range.length, 0, op);
+    if (lane == 0) out[index] = op(init, total.value);
   }
 }
 
@@ -391,55 +413,70 @@ __global__ void __launch_bounds__(short_segment_threads)
 template <class T>
 using long_segment_shape = typename segment_reduce_paths<T>::block_shape;
 
-// A block at a time: each part of a spread segment, or a whole segment.
-template <class T, class Segments, class Work, class Op>
-__global__ void __launch_bounds__(long_segment_shape<T>::threads,
-                                  long_segment_shape<T>::min_blocks_per_sm)
-    reduce_long_segments_kernel(const T* in, T* out, Segments segments, Work work, T init, Op op) {
+// A block's folds of segments longer than a warp folds, for reduce_long_segments_kernel and
+// reduce_few_segments_kernel: a part; a part of a spread segment, whose value the last block
+// to finish the segment combines with the others; a whole segment, part after part,
+// combining the same values the same way. Every thread of the block calls them together.
+template <class T, class Op>
+struct block_segment_folds {
   using shape = long_segment_shape<T>;
   using paths = segment_reduce_paths<T>;
-  constexpr bool reorder = commutative<T, Op>;
-  __shared__ block_reduce_storage<shape::warps, T> warp_results;
-  __shared__ uninitialized_array<T, 1> part_value;
-  __shared__ bool is_last;
-  const int warp = int(threadIdx.x / 32);
+  static constexpr bool reorder = commutative<T, Op>;
+
+  struct storage {
+    block_reduce_storage<shape::warps, T> warp_results;
+    uninitialized_array<T, 1> part_value;
+    bool is_last;
+  };
+
+  const T* in;
+  T* out;
+  T init;
+  Op op;
+  storage& shared;
 
   // Part `part` of the segment at `range`, folded; its value on thread 0.
-  const auto fold_part = [&](const segment_range& range, const segment_parts& parts,
-                             unsigned part) {
+  __device__ T fold_part(const segment_range& range, const segment_parts& parts,
+                         unsigned part) const {
+    const int warp = int(threadIdx.x / 32);
     const std::size_t offset = std::size_t(part) * parts.items;
     const std::size_t count =
         range.length - offset < parts.items ? range.length - offset : parts.items;
-    const partial<T> value = block_reduce_warps(
-        fold_items<shape, reorder>(in + range.begin + offset, count, warp, op), op, warp_results);
+    const partial<T> value =
+        block_reduce_warps(fold_items<shape, reorder>(in + range.begin + offset, count, warp, op),
+                           op, shared.warp_results);
     __syncthreads();  // warp_results read
     return value.value;
-  };
+  }
+
   // Each thread's fold of its parts, combined in order after init.
-  const auto finish = [&](std::size_t index, const partial<T>& mine) {
-    const partial<T> total = block_reduce_warps(warp_reduce(mine, op), op, warp_results);
+  __device__ void finish(std::size_t index, const partial<T>& mine) const {
+    const partial<T> total = block_reduce_warps(warp_reduce(mine, op), op, shared.warp_results);
     if (threadIdx.x == 0) out[index] = op(init, total.value);
     __syncthreads();  // warp_results read
-  };
+  }
 
-  const auto spread = [&](std::size_t index, const segment_range& range, const segment_parts& parts,
-                          unsigned part, T* values, unsigned* ticket) {
+  // Part `part`, its value written to values[part]; the block that finishes the segment's
+  // last part (the ticket says which) combines them all.
+  __device__ void spread(std::size_t index, const segment_range& range, const segment_parts& parts,
+                         unsigned part, T* values, unsigned* ticket) const {
     const T value = fold_part(range, parts, part);
     if (threadIdx.x == 0) {
       values[part] = value;
-      is_last = last_to_finish(ticket, parts.count);
+      shared.is_last = last_to_finish(ticket, parts.count);
     }
     __syncthreads();
-    if (!is_last) return;
+    if (!shared.is_last) return;  // written again only past fold_part's barriers
     partial<T> mine{T{}, false};
     for (unsigned j = 0; j < paths::parts_a_thread; ++j) {
       const unsigned p = threadIdx.x * paths::parts_a_thread + j;
       if (p < parts.count) mine = then(mine, partial<T>{load_published(&values[p]), true}, op);
     }
     finish(index, mine);
-  };
-  const auto whole = [&](std::size_t index, const segment_range& range,
-                         const segment_parts& parts) {
+  }
+
+  __device__ void whole(std::size_t index, const segment_range& range,
+                        const segment_parts& parts) const {
     if (parts.count == 1) {  // what finish would make of one part value, without its steps
       const T value = fold_part(range, parts, 0);
       if (threadIdx.x == 0) out[index] = op(init, value);
@@ -448,17 +485,235 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads,
     partial<T> mine{T{}, false};
     for (unsigned p = 0; p < parts.count; ++p) {
       const T value = fold_part(range, parts, p);
-      if (threadIdx.x == 0) part_value[0] = value;
+      if (threadIdx.x == 0) shared.part_value[0] = value;
       __syncthreads();
       if (threadIdx.x == p / paths::parts_a_thread)
-        mine = then(mine, partial<T>{part_value[0], true}, op);
+        mine = then(mine, partial<T>{shared.part_value[0], true}, op);
       __syncthreads();  // part_value read
     }
     finish(index, mine);
+  }
+};
+
+// A block at a time: each part of a spread segment, or a whole segment.
+template <class T, class Segments, class Work, class Op>
+__global__ void __launch_bounds__(long_segment_shape<T>::threads,
+                                  long_segment_shape<T>::min_blocks_per_sm)
+    reduce_long_segments_kernel(const T* in, T* out, Segments segments, Work work, T init, Op op) {
+  __shared__ typename block_segment_folds<T, Op>::storage storage;
+  const block_segment_folds<T, Op> folds{in, out, init, op, storage};
+  work.each(
+      segments,
+      [&](std::size_t index, const segment_range& range, const segment_parts& parts, unsigned part,
+          T* values, unsigned* ticket) { folds.spread(index, range, parts, part, values, ticket); },
+      [&](std::size_t index, const segment_range& range, const segment_parts& parts) {
+        folds.whole(index, range, parts);
+      });
+  if (threadIdx.x == 0) work.finished();
+}
+
+// ---- Few segments, one launch ------------------------------------------------------------
+
+// Memory of reduce_few_segments_kernel, lent as counters_epochs_then_values, at places fixed
+// for every call: counters, epoch-tagged words, a ticket a part slot, then the slots' entries
+// and part values, written before they are read.
+template <class T>
+struct few_segment_slots {
+  static constexpr std::size_t most = std::size_t(1) << 16;
+  static constexpr std::size_t counts_offset = 0;   // listers done, slots taken
+  static constexpr std::size_t listed_offset = 16;  // epoch << 32 | slots listed
+  static constexpr std::size_t cursor_offset = 24;  // epoch << 32 | slots the helpers claimed
+  static constexpr std::size_t tickets_offset = 32;
+  static constexpr std::size_t entries_offset = tickets_offset + 4 * most;
+  static constexpr std::size_t values_offset =
+      (entries_offset + 8 * most + alignof(T) - 1) / alignof(T) * alignof(T);
+  static constexpr std::size_t bytes = values_offset + sizeof(T) * most;
+
+  unsigned char* memory;
+  unsigned epoch;
+  std::size_t capacity;  // slots this call may take, at most `most`
+
+  __device__ unsigned* counts() const { return reinterpret_cast<unsigned*>(memory); }
+  __device__ unsigned long long* listed() const {
+    return reinterpret_cast<unsigned long long*>(memory + listed_offset);
+  }
+  __device__ unsigned long long* cursor() const {
+    return reinterpret_cast<unsigned long long*>(memory + cursor_offset);
+  }
+  __device__ unsigned* tickets() const {
+    return reinterpret_cast<unsigned*>(memory + tickets_offset);
+  }
+  // A slot's part, segment << 32 | part << 1 | 1, until a block claims it (0).
+  __device__ unsigned long long* entries() const {
+    return reinterpret_cast<unsigned long long*>(memory + entries_offset);
+  }
+  __device__ T* values() const { return reinterpret_cast<T*>(memory + values_offset); }
+};
+
+// A helper waits this long at most for the listers (see below).
+constexpr unsigned long long few_segment_patience_ns = 20000;
+// Blocks an SM: four (64 registers) for items of 4 bytes and more, which spilled at six (40
+// registers); three (80) for 1- and 2-byte items, whose warp folds spilled at four.
+template <class T>
+constexpr int few_segment_blocks_per_sm = sizeof(T) >= 4 ? 4 : 3;
+
+// Segments no more than the blocks resident at once, in one launch: block i < count is
+// segment i's (its lister), the others help. A lister
+//   1. reads its segment; one that spreads over several parts takes a run of slots and
+//      lists its parts there, and the last lister to finish says how many slots there are;
+//   2. folds its segment as the two-kernel path would, so that the results are the same
+//      bits: a warp, the block, or, where it spreads, the block claiming its own parts from
+//      the last one down until it finds one taken.
+// A helper waits for every lister to have listed, then claims slots from the first up, a
+// part folded by the block that claims it and the last to finish a segment combining its
+// parts. Blocks are not sure to run together: a helper that has waited
+// few_segment_patience_ns without the listing done leaves, claiming nothing, and the
+// listers fold whatever parts no helper claimed.
+template <class T, class Segments, class Op>
+__global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_blocks_per_sm<T>)
+    reduce_few_segments_kernel(const T* in, T* out, Segments segments, T init, Op op,
+                               few_segment_slots<T> slots) {
+  using paths = segment_reduce_paths<T>;
+  constexpr unsigned threads = unsigned(long_segment_shape<T>::threads);
+  // Segments a warp folds from memory are read by the whole block into `run` first, all
+  // at once, where 16-byte vectors hold whole items of at least 4 bytes (1- and 2-byte items
+  // spilled, 32 and 16 a thread).
+  constexpr bool block_reads_run = one_access<T, paths::vec> && sizeof(T) >= 4;
+  struct alignas(16) staged_run {
+    uninitialized_array<T, block_reads_run ? int(paths::warp_items) : 1> items;
+  };
+  __shared__ typename block_segment_folds<T, Op>::storage fold_storage;
+  __shared__ segment_stage<T> stage;
+  __shared__ staged_run run;
+  __shared__ unsigned long long shared_word;
+  const block_segment_folds<T, Op> folds{in, out, init, op, fold_storage};
+  const unsigned long long epoch = std::uint64_t(slots.epoch) << 32;
+  // The part of `slot`, if this block is the first to claim it (false if not). Every thread
+  // calls.
+  const auto fold_claimed = [&](unsigned long long slot) {
+    __syncthreads();  // shared_word read
+    if (threadIdx.x == 0)
+      shared_word = device_atomic<unsigned long long>(slots.entries()[slot]).exchange(0);
+    __syncthreads();
+    const unsigned long long entry = shared_word;
+    if (entry == 0) return false;  // claimed by another block, or a slot of a run that did not fit
+    const std::size_t index = std::size_t(entry >> 32);
+    const auto part = unsigned(entry & 0xFFFFFFFFull) >> 1;
+    const segment_range range = segments(index);
+    const std::size_t first = std::size_t(slot) - part;
+    folds.spread(index, range, parts_of<T>(range.length), part, slots.values() + first,
+                 slots.tickets() + first);
+    return true;
   };
 
-  work.each(segments, spread, whole);
-  if (threadIdx.x == 0) work.finished();
+  if (blockIdx.x < segments.count) {
+    // 1. The segment, and its parts where it spreads.
+    const std::size_t index = blockIdx.x;
+    const segment_range range = segments(index);
+    const segment_parts parts =
+        range.length > paths::warp_items ? parts_of<T>(range.length) : segment_parts{0, 0};
+    std::size_t first = 0;
+    bool listed = false;
+    if (parts.count > 1) {
+      if (threadIdx.x == 0) shared_word = atomicAdd(&slots.counts()[1], parts.count);
+      __syncthreads();
+      first = std::size_t(shared_word);
+      listed = first + parts.count <= slots.capacity;
+      for (unsigned p = threadIdx.x; p < parts.count && first + p < slots.capacity; p += threads)
+        slots.entries()[first + p] = listed ? std::uint64_t(index) << 32 | p << 1 | 1u : 0;
+      __syncthreads();  // the slots written
+    }
+    // Said by a thread of the second warp. Its addition does not acquire, so that the warp
+    // need not wait for it (and releases only the slots a spread segment wrote): the last
+    // lister to add (which the value before it tells) opens the slots to the helpers, at
+    // once where this segment spreads, after the fold where not, since the block's fold
+    // waits for every warp.
+    unsigned listers_before = 0;
+    if (threadIdx.x == 32)
+      listers_before = device_atomic<unsigned>(slots.counts()[0])
+                           .fetch_add(1, parts.count > 1 ? cuda::memory_order_release
+                                                         : cuda::memory_order_relaxed);
+    const auto open_slots_if_last = [&] {
+      if (threadIdx.x != 32 || listers_before != segments.count - 1) return;
+      cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+      device_atomic<unsigned> done(slots.counts()[0]);
+      device_atomic<unsigned> taken(slots.counts()[1]);
+      const unsigned long long taken_slots = taken.load(cuda::memory_order_relaxed);
+      taken.store(0, cuda::memory_order_relaxed);
+      done.store(0, cuda::memory_order_relaxed);
+      device_atomic<unsigned long long>(*slots.cursor()).store(epoch, cuda::memory_order_relaxed);
+      device_atomic<unsigned long long>(*slots.listed())
+          .store(epoch | (taken_slots < slots.capacity ? taken_slots : slots.capacity),
+                 cuda::memory_order_release);
+    };
+
+    // 2. The fold.
+    if (parts.count > 1) {
+      open_slots_if_last();
+      if (!listed) {
+        folds.whole(index, range, parts);
+      } else {
+        // Its own parts from the last down, while the helpers, if any, claim slots from the
+        // first up: where a part is taken, a helper has taken the rest or will.
+        for (unsigned p = parts.count; p-- > 0;) {
+          if (!fold_claimed(first + p)) break;
+        }
+      }
+      return;
+    }
+    if (range.length > paths::warp_items) {
+      folds.whole(index, range, parts);
+    } else if (block_reads_run && range.length > paths::stage_items) {
+      if constexpr (block_reads_run) {
+        // Every item in flight at once, then the warp's fold of them.
+        constexpr int items_a_thread = int(paths::warp_items / threads);
+        static_assert(paths::warp_items % threads == 0, "the run is whole rows of the block");
+        T items[items_a_thread];
+#pragma unroll
+        for (int k = 0; k < items_a_thread; ++k) {
+          const unsigned i = threadIdx.x + unsigned(k) * threads;
+          if (i < range.length) items[k] = load_item(in + range.begin + i);
+        }
+#pragma unroll
+        for (int k = 0; k < items_a_thread; ++k) {
+          const unsigned i = threadIdx.x + unsigned(k) * threads;
+          if (i < range.length) run.items[int(i)] = items[k];
+        }
+        __syncthreads();
+        if (threadIdx.x < 32) {
+          const partial<T> total = fold_items<typename paths::warp_shape, commutative<T, Op>>(
+              &run.items[0], range.length, 0, op);
+          if (threadIdx.x == 0) out[index] = op(init, total.value);
+        }
+      }
+    } else if (threadIdx.x < 32) {
+      fold_segment_by_warp(in, out, index, range, init, op, stage);
+    }
+    open_slots_if_last();
+    return;
+  }
+
+  // A helper: the listed slots, in order, once every lister is done.
+  if (threadIdx.x == 0) {
+    const device_atomic<unsigned long long> listed(*slots.listed());
+    const unsigned long long since = global_time_ns();
+    unsigned long long word = listed.load(cuda::memory_order_acquire);
+    while ((word & ~0xFFFFFFFFull) != epoch && global_time_ns() - since < few_segment_patience_ns) {
+      __nanosleep(100);
+      word = listed.load(cuda::memory_order_acquire);
+    }
+    shared_word = (word & ~0xFFFFFFFFull) == epoch ? word & 0xFFFFFFFFull : 0;
+  }
+  __syncthreads();
+  const unsigned long long total = shared_word;
+  while (total != 0) {
+    __syncthreads();  // shared_word read
+    if (threadIdx.x == 0) shared_word = atomicAdd(slots.cursor(), 1ull) & 0xFFFFFFFFull;
+    __syncthreads();
+    const unsigned long long slot = shared_word;
+    if (slot >= total) return;
+    fold_claimed(slot);
+  }
 }
 
 }  // namespace ppat::detail
