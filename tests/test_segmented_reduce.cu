@@ -293,14 +293,18 @@ TEST(segmented_reduce, long_segments_when_the_lists_run_out) {
   }
 }
 
-// segmented_reduce's one-launch path on the device (its limits lowered), its result
+// segmented_reduce's one-launch path on the device (its limits lowered; with
+// `segments_a_block`, as few blocks as give each block that many segments), its result
 // downloaded.
 template <class T, class Op>
 std::vector<T> one_launch_fold(const device_buffer<T>& items, const segments& s, T init, Op op,
-                               const ppat::detail::few_segment_limits& limits) {
+                               ppat::detail::few_segment_limits limits,
+                               std::size_t segments_a_block) {
   const auto begins = on_device(offsets_as<long long>(s.begins));
   const auto ends = on_device(offsets_as<long long>(s.ends));
   const auto out = poisoned<T>(s.begins.size());
+  if (segments_a_block != 0)
+    limits.blocks = (s.begins.size() + segments_a_block - 1) / segments_a_block;
   const ppat::detail::call_context call(0, "ppat::segmented_reduce");
   EXPECT_TRUE(ppat::detail::reduce_few_segments(
       items.data(), out->data(),
@@ -312,11 +316,12 @@ std::vector<T> one_launch_fold(const device_buffer<T>& items, const segments& s,
   return out->download();
 }
 
-// Segments no more than the blocks the GPU holds at once take one launch, a block a segment
-// and helper blocks for the parts of long ones: exact against the host (a non-commutative
-// operator too), and float bits the same as the two-kernel path's, with every helper, with
-// none or one (a segment's own block folds its parts), and with part slots for none or few
-// of the spread segments (those folded whole by their own block).
+// Segments up to a few times the blocks the GPU holds at once take one launch, a block a
+// segment with helper blocks for the parts of long ones, or blocks of several segments that
+// help each other: exact against the host (a non-commutative operator too), and float bits
+// the same as the two-kernel path's, with every helper, with none or one (a segment's own
+// block folds its parts), with part slots for none or few of the spread segments (those
+// folded whole by their own block), and with 2, 3 and 8 segments a block.
 TEST(segmented_reduce, few_segments_in_one_launch) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
@@ -324,32 +329,54 @@ TEST(segmented_reduce, few_segments_in_one_launch) {
   const auto items = draw_integers<std::uint32_t>(n);
   const auto maps = ppat_test::random_affine_maps(n);
   const auto floats = ppat_test::spread_floats<float>(n);
+  const auto bytes = draw_integers<std::uint8_t>(n);  // folded on paths of their own
   const auto on_items = on_device(items);
   const auto on_maps = on_device(maps);
   const auto on_floats = on_device(floats);
-  const ppat::detail::few_segment_limits every_slot{};
+  const auto on_bytes = on_device(bytes);
   const ppat::detail::long_segment_limits two_kernels{};
-  const ppat::detail::few_segment_limits limits[] = {
-      every_slot, {every_slot.slots, 0}, {every_slot.slots, 1}, {0, 3}, {5, 2}, {20, SIZE_MAX}};
-  for (const auto& limit : limits) {
-    SCOPED_TRACE("at most " + std::to_string(limit.slots) + " slots, " +
-                 std::to_string(limit.helpers) + " helpers");
+  struct limit_case {
+    ppat::detail::few_segment_limits limits;
+    std::size_t segments_a_block;  // 0: a block a segment
+  };
+  const ppat::detail::few_segment_limits every_slot{};
+  const limit_case cases[] = {{every_slot, 0},
+                              {{every_slot.slots, 0}, 0},
+                              {{every_slot.slots, 1}, 0},
+                              {{0, 3}, 0},
+                              {{5, 2}, 0},
+                              {{20, SIZE_MAX}, 0},
+                              {every_slot, 2},
+                              {{7, SIZE_MAX}, 3},
+                              {every_slot, 8},
+                              {{0, SIZE_MAX}, 8}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("at most " + std::to_string(c.limits.slots) + " slots, " +
+                 std::to_string(c.limits.helpers) + " helpers, " +
+                 std::to_string(c.segments_a_block) + " segments a block");
     for (layout l :
          {layout::mixed, layout::edges, layout::one, layout::shuffled_gaps, layout::not_ranges}) {
       SCOPED_TRACE(std::string("layout ") + name(l));
       const segments s = draw_segments<std::uint32_t>(n, l);
-      EXPECT_EQ(first_mismatch(one_launch_fold(*on_items, s, 4u, ppat::plus{}, limit),
-                               host_fold(items, s, 4u, ppat::plus{})),
+      EXPECT_EQ(first_mismatch(
+                    one_launch_fold(*on_items, s, 4u, ppat::plus{}, c.limits, c.segments_a_block),
+                    host_fold(items, s, 4u, ppat::plus{})),
                 -1);
       const segments m = draw_segments<affine>(n, l);
-      EXPECT_EQ(
-          first_mismatch(one_launch_fold(*on_maps, m, affine{5u, 1u, 0u}, ppat_test::then{}, limit),
-                         host_fold(maps, m, affine{5u, 1u, 0u}, ppat_test::then{})),
-          -1);
+      EXPECT_EQ(first_mismatch(one_launch_fold(*on_maps, m, affine{5u, 1u, 0u}, ppat_test::then{},
+                                               c.limits, c.segments_a_block),
+                               host_fold(maps, m, affine{5u, 1u, 0u}, ppat_test::then{})),
+                -1);
       const segments f = draw_segments<float>(n, l);
-      EXPECT_EQ(first_mismatch(
-                    one_launch_fold(*on_floats, f, 0.5f, ppat::plus{}, limit),
-                    device_fold<float, long long>(*on_floats, f, 0.5f, ppat::plus{}, &two_kernels)),
+      EXPECT_EQ(
+          first_mismatch(
+              one_launch_fold(*on_floats, f, 0.5f, ppat::plus{}, c.limits, c.segments_a_block),
+              device_fold<float, long long>(*on_floats, f, 0.5f, ppat::plus{}, &two_kernels)),
+          -1);
+      const segments b = draw_segments<std::uint8_t>(n, l);
+      EXPECT_EQ(first_mismatch(one_launch_fold(*on_bytes, b, std::uint8_t(9), ppat::plus{},
+                                               c.limits, c.segments_a_block),
+                               host_fold(bytes, b, std::uint8_t(9), ppat::plus{})),
                 -1);
     }
   }

@@ -139,24 +139,31 @@ void reduce_segments(const T* in, T* out, const Segments& segments, T init, Op o
   lists.release();
 }
 
-// The part slots the one-launch path lends and the helpers it launches; tests lower them to
-// reach the segments that spread but find no slots, and listers alone.
+// The part slots the one-launch path lends, the helpers it launches and the blocks it
+// launches at most; tests lower them to reach the segments that spread but find no slots,
+// listers alone, and blocks of several segments.
 struct few_segment_limits {
   std::size_t slots = few_segment_slots<char>::most;
-  std::size_t helpers = std::numeric_limits<std::size_t>::max();  // at most; tests lower it
+  std::size_t helpers = std::numeric_limits<std::size_t>::max();
+  std::size_t blocks = std::numeric_limits<std::size_t>::max();
 };
 
-// Segments at most as many as the blocks of reduce_few_segments_kernel the GPU holds at
-// once, in one launch of that many blocks (a lister a segment, the rest helpers): no second
-// launch, no temporary memory. False, with nothing queued, for more segments.
+// Segments at most few_segments_a_block times the blocks of reduce_few_segments_kernel the
+// GPU holds at once, in one launch: a block a segment where they are no more than those
+// blocks (the rest helpers), that many blocks otherwise. No second launch, no temporary
+// memory. False, with nothing queued, for more segments.
 template <class T, class Segments, class Op>
 bool reduce_few_segments(const T* in, T* out, const Segments& segments, T init, Op op,
                          const call_context& call, const few_segment_limits& limits = {}) {
   constexpr auto kernel = reduce_few_segments_kernel<T, Segments, Op>;
   constexpr int threads = long_segment_shape<T>::threads;
-  const std::size_t resident = resident_blocks<kernel>(threads, 0, call);
-  if (segments.count > resident) return false;
-  const std::size_t blocks = segments.count + std::min(limits.helpers, resident - segments.count);
+  const std::size_t most_blocks =
+      std::min(resident_blocks<kernel>(threads, 0, call), limits.blocks);
+  if (segments.count > most_blocks * few_segments_a_block<T>) return false;
+  const std::size_t blocks =
+      segments.count >= most_blocks
+          ? most_blocks
+          : segments.count + std::min(limits.helpers, most_blocks - segments.count);
   stream_scratch memory(few_segment_slots<T>::bytes, counters_epochs_then_values, call);
   const few_segment_slots<T> slots{memory.data(), memory.epoch(),
                                    std::min(limits.slots, few_segment_slots<T>::most)};

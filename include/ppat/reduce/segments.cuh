@@ -20,9 +20,9 @@
 // its short segments at once. reduce_short_segments_kernel folds the segments up to
 // warp_items and lists the long ones;
 // reduce_long_segments_kernel folds the listed ones (or the rows of a matrix, which need no
-// list). Where the segments are no more than the blocks the GPU holds at once,
-// reduce_few_segments_kernel folds them all in one launch instead, a block a segment, with
-// the same results to the bit.
+// list). Where the segments are no more than a few times the blocks the GPU holds at once,
+// reduce_few_segments_kernel folds them all in one launch instead, each block a few of them,
+// with the same results to the bit.
 #pragma once
 
 #include <algorithm>
@@ -556,38 +556,64 @@ constexpr unsigned long long few_segment_patience_ns = 20000;
 // registers); three (80) for 1- and 2-byte items, whose warp folds spilled at four.
 template <class T>
 constexpr int few_segment_blocks_per_sm = sizeof(T) >= 4 ? 4 : 3;
+// Segments a block of reduce_few_segments_kernel takes at most: one a warp, so that segments
+// a warp folds are folded side by side.
+template <class T>
+constexpr unsigned few_segments_a_block = unsigned(long_segment_shape<T>::threads / 32);
 
-// Segments no more than the blocks resident at once, in one launch: block i < count is
-// segment i's (its lister), the others help. A lister
-//   1. reads its segment; one that spreads over several parts takes a run of slots and
-//      lists its parts there, and the last lister to finish says how many slots there are;
-//   2. folds its segment as the two-kernel path would, so that the results are the same
-//      bits: a warp, the block, or, where it spreads, the block claiming its own parts from
-//      the last one down until it finds one taken.
-// A helper waits for every lister to have listed, then claims slots from the first up, a
-// part folded by the block that claims it and the last to finish a segment combining its
-// parts. Blocks are not sure to run together: a helper that has waited
-// few_segment_patience_ns without the listing done leaves, claiming nothing, and the
-// listers fold whatever parts no helper claimed.
+// Segments up to few_segments_a_block times the blocks resident at once, in one launch:
+// block b of the grid's g takes segments b, b + g, ... (its segments; none for b past the
+// last segment: a helper). A block with segments
+//   1. reads them; those that spread over several parts take a run of part slots and list
+//      their parts there, and the last block to have listed says how many slots there are;
+//   2. folds them as the two-kernel path would, so that the results are the same bits:
+//      those a warp folds, a warp each side by side (a block with one segment of more than
+//      stage_items reads it into shared memory at once instead, all its threads' loads in
+//      flight, and a warp folds it there); those of one part, or that found no slots, on the
+//      whole block; those listed, the block claiming their parts from the last one down until
+//      it finds one taken.
+// A helper waits for every block with segments to have listed, then claims slots from the
+// first up, a part folded by the block that claims it and the last to finish a segment
+// combining its parts. Where segments are at least as many as the blocks, there is no
+// helper: each block turns helper once its own segments are done. Blocks are not sure to run
+// together: a helper that has waited few_segment_patience_ns without the listing done
+// leaves, claiming nothing, and the segments' blocks fold whatever parts no helper claimed.
 template <class T, class Segments, class Op>
 __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_blocks_per_sm<T>)
     reduce_few_segments_kernel(const T* in, T* out, Segments segments, T init, Op op,
                                few_segment_slots<T> slots) {
   using paths = segment_reduce_paths<T>;
   constexpr unsigned threads = unsigned(long_segment_shape<T>::threads);
-  // Segments a warp folds from memory are read by the whole block into `run` first, all
-  // at once, where 16-byte vectors hold whole items of at least 4 bytes (1- and 2-byte items
-  // spilled, 32 and 16 a thread).
+  constexpr unsigned most = few_segments_a_block<T>;
+  // A block's one segment of more than stage_items is read by the whole block into `run`
+  // first, all at once, where 16-byte vectors hold whole items of at least 4 bytes (1- and
+  // 2-byte items spilled, 32 and 16 a thread).
   constexpr bool block_reads_run = one_access<T, paths::vec> && sizeof(T) >= 4;
   struct alignas(16) staged_run {
     uninitialized_array<T, block_reads_run ? int(paths::warp_items) : 1> items;
   };
+  // A segment of the block's, as step 1 read it.
+  struct planned_segment {
+    segment_range range;
+    segment_parts parts;  // of a segment longer than a warp folds; no parts otherwise
+    std::size_t first;    // its first part slot, where it spreads
+    bool listed;          // its parts are in the slots
+  };
+  // The warps' staging memory, or the run of a block's one segment.
+  union warp_stages_or_run {
+    segment_stage<T> stages[most];
+    staged_run run;
+  };
   __shared__ typename block_segment_folds<T, Op>::storage fold_storage;
-  __shared__ segment_stage<T> stage;
-  __shared__ staged_run run;
+  __shared__ warp_stages_or_run staging;
+  __shared__ planned_segment planned[most];
   __shared__ unsigned long long shared_word;
   const block_segment_folds<T, Op> folds{in, out, init, op, fold_storage};
   const unsigned long long epoch = std::uint64_t(slots.epoch) << 32;
+  const std::size_t grid = gridDim.x;
+  const auto index_of = [&](unsigned j) { return blockIdx.x + std::size_t(j) * grid; };
+  const unsigned mine =
+      blockIdx.x < segments.count ? unsigned(ceil_div(segments.count - blockIdx.x, grid)) : 0u;
   // The part of `slot`, if this block is the first to claim it (false if not). Every thread
   // calls.
   const auto fold_claimed = [&](unsigned long long slot) {
@@ -606,35 +632,48 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
     return true;
   };
 
-  if (blockIdx.x < segments.count) {
-    // 1. The segment, and its parts where it spreads.
-    const std::size_t index = blockIdx.x;
-    const segment_range range = segments(index);
-    const segment_parts parts =
-        range.length > paths::warp_items ? parts_of<T>(range.length) : segment_parts{0, 0};
-    std::size_t first = 0;
-    bool listed = false;
-    if (parts.count > 1) {
-      if (threadIdx.x == 0) shared_word = atomicAdd(&slots.counts()[1], parts.count);
-      __syncthreads();
-      first = std::size_t(shared_word);
-      listed = first + parts.count <= slots.capacity;
-      for (unsigned p = threadIdx.x; p < parts.count && first + p < slots.capacity; p += threads)
-        slots.entries()[first + p] = listed ? std::uint64_t(index) << 32 | p << 1 | 1u : 0;
-      __syncthreads();  // the slots written
+  if (mine > 0) {
+    // 1. The segments, and the parts of those that spread: warp 0 reads them, a lane each,
+    // and takes the block's slots with one addition.
+    if (threadIdx.x < 32) {
+      const unsigned j = threadIdx.x;
+      const segment_range range = j < mine ? segments(index_of(j)) : segment_range{0, 0};
+      const segment_parts parts =
+          range.length > paths::warp_items ? parts_of<T>(range.length) : segment_parts{0, 0};
+      const unsigned spread = parts.count > 1 ? parts.count : 0u;
+      const unsigned through = warp_inclusive_scan(spread, plus{});
+      const unsigned total = __shfl_sync(full_warp, through, 31);
+      unsigned block_first = 0;
+      if (j == 0 && total > 0) block_first = atomicAdd(&slots.counts()[1], total);
+      const std::size_t first =
+          std::size_t(__shfl_sync(full_warp, block_first, 0)) + (through - spread);
+      if (j < mine)
+        planned[j] = {range, parts, first, spread > 0 && first + spread <= slots.capacity};
     }
+    __syncthreads();
+    bool spreads = false;
+    for (unsigned j = 0; j < mine; ++j) {
+      const planned_segment& s = planned[j];
+      if (s.parts.count <= 1) continue;
+      spreads = true;
+      const std::size_t index = index_of(j);
+      for (unsigned p = threadIdx.x; p < s.parts.count && s.first + p < slots.capacity;
+           p += threads)
+        slots.entries()[s.first + p] = s.listed ? std::uint64_t(index) << 32 | p << 1 | 1u : 0;
+    }
+    __syncthreads();  // the slots written
     // Said by a thread of the second warp. Its addition does not acquire, so that the warp
-    // need not wait for it (and releases only the slots a spread segment wrote): the last
-    // lister to add (which the value before it tells) opens the slots to the helpers, at
-    // once where this segment spreads, after the fold where not, since the block's fold
-    // waits for every warp.
-    unsigned listers_before = 0;
-    if (threadIdx.x == 32)
-      listers_before = device_atomic<unsigned>(slots.counts()[0])
-                           .fetch_add(1, parts.count > 1 ? cuda::memory_order_release
-                                                         : cuda::memory_order_relaxed);
+    // need not wait for it (and releases only the slots the block wrote): the last block to
+    // add (which the value before it tells) opens the slots to the helpers, at once where the
+    // block spreads a segment, after its folds where not, since they wait for every warp.
+    const std::size_t listers = segments.count < grid ? segments.count : grid;
+    const bool last_lister =
+        threadIdx.x == 32 &&
+        device_atomic<unsigned>(slots.counts()[0])
+                .fetch_add(1, spreads ? cuda::memory_order_release : cuda::memory_order_relaxed) ==
+            listers - 1;
     const auto open_slots_if_last = [&] {
-      if (threadIdx.x != 32 || listers_before != segments.count - 1) return;
+      if (!last_lister) return;
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
       device_atomic<unsigned> done(slots.counts()[0]);
       device_atomic<unsigned> taken(slots.counts()[1]);
@@ -646,26 +685,20 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
           .store(epoch | (taken_slots < slots.capacity ? taken_slots : slots.capacity),
                  cuda::memory_order_release);
     };
+    if (spreads) open_slots_if_last();
 
-    // 2. The fold.
-    if (parts.count > 1) {
-      open_slots_if_last();
-      if (!listed) {
-        folds.whole(index, range, parts);
-      } else {
-        // Its own parts from the last down, while the helpers, if any, claim slots from the
-        // first up: where a part is taken, a helper has taken the rest or will.
-        for (unsigned p = parts.count; p-- > 0;) {
-          if (!fold_claimed(first + p)) break;
-        }
-      }
-      return;
-    }
-    if (range.length > paths::warp_items) {
-      folds.whole(index, range, parts);
-    } else if (block_reads_run && range.length > paths::stage_items) {
+    // 2. The folds: first the segments a warp folds, a warp each.
+    const bool one_run = block_reads_run && mine == 1 &&
+                         planned[0].range.length > paths::stage_items &&
+                         planned[0].range.length <= paths::warp_items;
+    const unsigned warp = threadIdx.x / 32;
+    if (warp < mine && !one_run && planned[warp].range.length <= paths::warp_items)
+      fold_segment_by_warp(in, out, index_of(warp), planned[warp].range, init, op,
+                           staging.stages[warp]);
+    if (one_run) {
       if constexpr (block_reads_run) {
         // Every item in flight at once, then the warp's fold of them.
+        const segment_range range = planned[0].range;
         constexpr int items_a_thread = int(paths::warp_items / threads);
         static_assert(paths::warp_items % threads == 0, "the run is whole rows of the block");
         T items[items_a_thread];
@@ -677,23 +710,38 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
 #pragma unroll
         for (int k = 0; k < items_a_thread; ++k) {
           const unsigned i = threadIdx.x + unsigned(k) * threads;
-          if (i < range.length) run.items[int(i)] = items[k];
+          if (i < range.length) staging.run.items[int(i)] = items[k];
         }
         __syncthreads();
         if (threadIdx.x < 32) {
           const partial<T> total = fold_items<typename paths::warp_shape, commutative<T, Op>>(
-              &run.items[0], range.length, 0, op);
-          if (threadIdx.x == 0) out[index] = op(init, total.value);
+              &staging.run.items[0], range.length, 0, op);
+          if (threadIdx.x == 0) out[index_of(0)] = op(init, total.value);
         }
       }
-    } else if (threadIdx.x < 32) {
-      fold_segment_by_warp(in, out, index, range, init, op, stage);
     }
-    open_slots_if_last();
-    return;
+    // Then those of one part, or without slots, on the block; then its own parts of those
+    // listed, from the last down, while the helpers claim slots from the first up: where a
+    // part is taken, a helper has taken the rest or will.
+    for (unsigned j = 0; j < mine; ++j) {
+      const planned_segment& s = planned[j];
+      if (s.range.length > paths::warp_items && !s.listed)
+        folds.whole(index_of(j), s.range, s.parts);
+    }
+    for (unsigned j = 0; j < mine; ++j) {
+      const planned_segment& s = planned[j];
+      if (!s.listed) continue;
+      for (unsigned p = s.parts.count; p-- > 0;) {
+        if (!fold_claimed(s.first + p)) break;
+      }
+    }
+    if (!spreads) open_slots_if_last();
+    // Where there are helpers, the segments' blocks are done.
+    if (segments.count < grid) return;
   }
 
-  // A helper: the listed slots, in order, once every lister is done.
+  // 3. Helping: the listed slots, in order, once every block with segments has listed.
+  __syncthreads();  // shared_word read
   if (threadIdx.x == 0) {
     const device_atomic<unsigned long long> listed(*slots.listed());
     const unsigned long long since = global_time_ns();
