@@ -664,16 +664,13 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
     __syncthreads();  // the slots written
     // Said by a thread of the second warp. Its addition does not acquire, so that the warp
     // need not wait for it (and releases only the slots the block wrote): the last block to
-    // add (which the value before it tells) opens the slots to the helpers, at once where the
-    // block spreads a segment, after its folds where not, since they wait for every warp.
+    // add (which the value before it tells) opens the slots to the helpers, at once, so that
+    // blocks done with their own segments need not wait for its folds.
     const std::size_t listers = segments.count < grid ? segments.count : grid;
-    const bool last_lister =
-        threadIdx.x == 32 &&
+    if (threadIdx.x == 32 &&
         device_atomic<unsigned>(slots.counts()[0])
                 .fetch_add(1, spreads ? cuda::memory_order_release : cuda::memory_order_relaxed) ==
-            listers - 1;
-    const auto open_slots_if_last = [&] {
-      if (!last_lister) return;
+            listers - 1) {
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
       device_atomic<unsigned> done(slots.counts()[0]);
       device_atomic<unsigned> taken(slots.counts()[1]);
@@ -684,8 +681,7 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
       device_atomic<unsigned long long>(*slots.listed())
           .store(epoch | (taken_slots < slots.capacity ? taken_slots : slots.capacity),
                  cuda::memory_order_release);
-    };
-    if (spreads) open_slots_if_last();
+    }
 
     // 2. The folds: first the segments a warp folds, a warp each.
     const bool one_run = block_reads_run && mine == 1 &&
@@ -735,7 +731,6 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
         if (!fold_claimed(s.first + p)) break;
       }
     }
-    if (!spreads) open_slots_if_last();
     // Where there are helpers, the segments' blocks are done.
     if (segments.count < grid) return;
   }
