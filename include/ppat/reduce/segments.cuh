@@ -575,9 +575,10 @@ constexpr unsigned few_segments_a_block = unsigned(long_segment_shape<T>::thread
 // A helper waits for every block with segments to have listed, then claims slots from the
 // first up, a part folded by the block that claims it and the last to finish a segment
 // combining its parts. Where segments are at least as many as the blocks, there is no
-// helper: each block turns helper once its own segments are done. Blocks are not sure to run
-// together: a helper that has waited few_segment_patience_ns without the listing done
-// leaves, claiming nothing, and the segments' blocks fold whatever parts no helper claimed.
+// helper: each block helps once it has folded all but the parts it listed, and then claims
+// what is left of those. Blocks are not sure to run together: a helper that has waited
+// few_segment_patience_ns without the listing done claims nothing, and the segments' blocks
+// fold whatever parts no helper claimed.
 template <class T, class Segments, class Op>
 __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_blocks_per_sm<T>)
     reduce_few_segments_kernel(const T* in, T* out, Segments segments, T init, Op op,
@@ -716,14 +717,16 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
         }
       }
     }
-    // Then those of one part, or without slots, on the block; then its own parts of those
-    // listed, from the last down, while the helpers claim slots from the first up: where a
-    // part is taken, a helper has taken the rest or will.
+    // Then those of one part, or without slots, on the block.
     for (unsigned j = 0; j < mine; ++j) {
       const planned_segment& s = planned[j];
       if (s.range.length > paths::warp_items && !s.listed)
         folds.whole(index_of(j), s.range, s.parts);
     }
+  }
+  // Its own parts of the segments it listed, from the last down, while the helpers claim
+  // slots from the first up: where a part is taken, a helper has taken the rest or will.
+  const auto fold_own_parts = [&] {
     for (unsigned j = 0; j < mine; ++j) {
       const planned_segment& s = planned[j];
       if (!s.listed) continue;
@@ -731,8 +734,16 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
         if (!fold_claimed(s.first + p)) break;
       }
     }
-    // Where there are helpers, the segments' blocks are done.
-    if (segments.count < grid) return;
+  };
+  // Where there are helpers, a block with segments folds its own parts and is done. Where
+  // there are none, every block helps first, from the first slot up with the others, and then
+  // folds what no block has claimed of its own (nothing, unless the listing was not done in
+  // time): had each block folded its own parts first, the blocks done early would have
+  // walked through slots already taken, two atomics a slot (segments of 100,000 items, 671 of
+  // them, took 10% longer than on the two kernels; docs/patterns.md, "Segmented reduce").
+  if (mine > 0 && segments.count < grid) {
+    fold_own_parts();
+    return;
   }
 
   // 3. Helping: the listed slots, in order, once every block with segments has listed.
@@ -754,9 +765,10 @@ __global__ void __launch_bounds__(long_segment_shape<T>::threads, few_segment_bl
     if (threadIdx.x == 0) shared_word = atomicAdd(slots.cursor(), 1ull) & 0xFFFFFFFFull;
     __syncthreads();
     const unsigned long long slot = shared_word;
-    if (slot >= total) return;
+    if (slot >= total) break;
     fold_claimed(slot);
   }
+  fold_own_parts();
 }
 
 }  // namespace ppat::detail
