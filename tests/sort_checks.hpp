@@ -246,23 +246,26 @@ inline const char* name(ppat::order ord) {
 }
 
 // Around the tiles that one block sorts in shared memory (1024 keys; 4096, 2048 or 1024 by
-// pair size; 8192), primes, sizes the one-launch sort takes (up to a few hundred tiles) and
-// one it leaves to the onesweep kernels.
-inline constexpr std::size_t small_sizes[] = {1,    2,    3,    31,   1023, 1025, 2047, 2049,
-                                              4095, 4096, 4097, 8191, 8192, 8193, 12289};
+// pair size; 8192), the clusters' tile sizes (1024, 2048 and 4096 keys, up to 16 tiles),
+// primes, sizes the one-launch sort takes (up to a few hundred tiles) and one it leaves to
+// the onesweep kernels.
+inline constexpr std::size_t small_sizes[] = {1,     2,     3,     31,    1023,  1025, 2047,
+                                              2049,  4095,  4096,  4097,  8191,  8192, 8193,
+                                              12289, 16384, 16385, 32768, 32769, 65536};
 inline constexpr std::size_t large_sizes[] = {65537, 999983, (std::size_t{1} << 20) + 3,
                                               (std::size_t{1} << 21) + 5};
 
 // Under the sanitizers (PPAT_TEST_MAX_ITEMS set), whose kernels run ten to a hundred times
 // slower, a few cases stand for the rest: two sizes sorted by one block, a one-block tile
-// and a key, several tiles in one launch, and (pairs with 16-byte values) more tiles than
-// the GPU holds at once; two spreads.
+// and a key, two clusters' sizes, several tiles in one launch, and (pairs with 16-byte values) more
+// tiles than the GPU holds at once; two spreads.
 inline bool instrumented() {
   return std::getenv("PPAT_TEST_MAX_ITEMS") != nullptr;
 }
 inline bool sampled_out(std::size_t n, spread s) {
-  return instrumented() && ((n != 4095 && n != 4097 && n != 8193 && n != 65537 && n != 299993) ||
-                            (s != spread::uniform_bits && s != spread::few_distinct));
+  return instrumented() &&
+         ((n != 4095 && n != 4097 && n != 8193 && n != 32769 && n != 65537 && n != 299993) ||
+          (s != spread::uniform_bits && s != spread::few_distinct));
 }
 
 inline std::string case_name(const char* type, ppat::order ord, spread s, std::size_t n) {
@@ -290,7 +293,8 @@ template <class K>
 void pairs_of_type(const char* type) {
   for (ppat::order ord : orders) {
     for (spread s : spreads) {
-      for (std::size_t n : {std::size_t{2}, std::size_t{4097}, large_sizes[0], large_sizes[3]}) {
+      for (std::size_t n : {std::size_t{2}, std::size_t{4097}, std::size_t{12289},
+                            std::size_t{32769}, large_sizes[0], large_sizes[3]}) {
         if (ppat_test::over_item_budget(n) || sampled_out(n, s)) continue;
         expect_pairs_sorted(draw_keys<K>(n, s), draw_values<std::uint32_t>(n), ord,
                             case_name(type, ord, s, n) + ", index values");

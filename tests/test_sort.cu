@@ -62,7 +62,8 @@ template <class K>
 void bit_ranges(const char* type, std::initializer_list<std::pair<int, int>> ranges) {
   for (const auto& [begin_bit, end_bit] : ranges) {
     for (ppat::order ord : orders) {
-      for (std::size_t n : {std::size_t{4097}, large_sizes[0], large_sizes[3]}) {
+      for (std::size_t n :
+           {std::size_t{4097}, std::size_t{12289}, large_sizes[0], large_sizes[3]}) {
         if (ppat_test::over_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
         const std::string what = std::string(type) + " bits [" + std::to_string(begin_bit) + ", " +
                                  std::to_string(end_bit) + ") " + name(ord) +
@@ -141,14 +142,14 @@ void expect_sorted_in_place(const std::vector<K>& keys, const std::vector<V>& va
       << "written outside a buffer";
 }
 
-// Every path in place: one block (each tile size), one launch, onesweep, counting; even and
-// odd counts of passes (an odd count copies the input aside first).
+// Every path in place: one block (each tile size), one cluster, one launch, onesweep,
+// counting; even and odd counts of passes (an odd count copies the input aside first).
 template <class K>
 void in_place_of_type(const char* type, std::initializer_list<std::pair<int, int>> ranges) {
   for (const auto& [begin_bit, end_bit] : ranges) {
     for (ppat::order ord : orders) {
       for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{4097}, std::size_t{8193},
-                            large_sizes[0], large_sizes[3]}) {
+                            std::size_t{32769}, large_sizes[0], large_sizes[3]}) {
         if (ppat_test::over_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
         const std::string what = case_name(type, ord, spread::few_distinct, n) + ", bits [" +
                                  std::to_string(begin_bit) + ", " + std::to_string(end_bit) + ")";

@@ -11,6 +11,8 @@
 // the input picks the path, each in a file of its own under sort/:
 //
 //   one_tile.cuh    up to one tile (8192 keys or fewer): one block, every pass in shared memory
+//   cluster.cuh     up to 16 tiles (65,536 keys of up to 8 bytes a pair): one cluster of
+//                   blocks, every pass in their shared memory, keys sent between them
 //   one_launch.cuh  up to as many tiles as the GPU holds at once (about 2^20 4-byte keys on
 //                   an H200): one cooperative launch, the blocks waiting for one another
 //                   between passes
@@ -35,6 +37,7 @@
 
 #include "core/device.cuh"
 #include "core/no_values.cuh"
+#include "sort/cluster.cuh"
 #include "sort/counting.cuh"
 #include "sort/one_launch.cuh"
 #include "sort/one_tile.cuh"
@@ -103,6 +106,7 @@ void sort_on_its_path(const K* keys_in, K* keys_out, const V* values_in, V* valu
                                    end_bit, call);
   });
   if (in_one_tile) return;
+  if (cluster_sort(keys_in, keys_out, values_in, values_out, n, passes, ord, end_bit, call)) return;
   using small_launch = one_launch_small_shape<K, V>;
   using large_launch = one_launch_large_shape<K, V>;
   if constexpr (!std::is_same_v<small_launch, large_launch>) {

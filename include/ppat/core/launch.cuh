@@ -97,6 +97,18 @@ void allow_dynamic_shared_bytes(const call_context& call) {
   if (remembered) allowed[call.device()].store(true, std::memory_order_release);
 }
 
+// Clusters of more than 8 blocks are a size `Kernel` must allow, said once per device.
+template <auto Kernel>
+void allow_large_clusters(const call_context& call) {
+  constexpr int most_devices = 64;
+  static std::atomic<bool> allowed[most_devices] = {};
+  const bool remembered = call.device() < most_devices;
+  if (remembered && allowed[call.device()].load(std::memory_order_acquire)) return;
+  call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+             "cudaFuncSetAttribute");
+  if (remembered) allowed[call.device()].store(true, std::memory_order_release);
+}
+
 // A cooperative launch of `Kernel`, whose grid the occupancy query (resident_blocks) says
 // fits on the GPU at once. The driver may still refuse such a grid as too large: it did in
 // the bench's process for the sort's one-launch kernel of f32 keys at 2^18, although a fresh
