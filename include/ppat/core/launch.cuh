@@ -87,26 +87,30 @@ void set_most_dynamic_shared_bytes(const call_context& call) {
   call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
              "cudaFuncSetAttribute");
 }
+// `say()`, the first time a call on its device asks for attribute `Attribute` of `Kernel`;
+// later calls there skip it (devices past the 64th say it every time).
+template <auto Kernel, cudaFuncAttribute Attribute, class Say>
+void once_per_device(const call_context& call, Say say) {
+  constexpr int most_devices = 64;
+  static std::atomic<bool> said[most_devices] = {};
+  const bool remembered = call.device() < most_devices;
+  if (remembered && said[call.device()].load(std::memory_order_acquire)) return;
+  say();
+  if (remembered) said[call.device()].store(true, std::memory_order_release);
+}
 template <auto Kernel>
 void allow_dynamic_shared_bytes(const call_context& call) {
-  constexpr int most_devices = 64;
-  static std::atomic<bool> allowed[most_devices] = {};
-  const bool remembered = call.device() < most_devices;
-  if (remembered && allowed[call.device()].load(std::memory_order_acquire)) return;
-  set_most_dynamic_shared_bytes<Kernel>(call);
-  if (remembered) allowed[call.device()].store(true, std::memory_order_release);
+  once_per_device<Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize>(
+      call, [&] { set_most_dynamic_shared_bytes<Kernel>(call); });
 }
 
 // Clusters of more than 8 blocks are a size `Kernel` must allow, said once per device.
 template <auto Kernel>
 void allow_large_clusters(const call_context& call) {
-  constexpr int most_devices = 64;
-  static std::atomic<bool> allowed[most_devices] = {};
-  const bool remembered = call.device() < most_devices;
-  if (remembered && allowed[call.device()].load(std::memory_order_acquire)) return;
-  call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-             "cudaFuncSetAttribute");
-  if (remembered) allowed[call.device()].store(true, std::memory_order_release);
+  once_per_device<Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed>(call, [&] {
+    call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+               "cudaFuncSetAttribute");
+  });
 }
 
 // A cooperative launch of `Kernel`, whose grid the occupancy query (resident_blocks) says
