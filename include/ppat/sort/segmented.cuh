@@ -40,6 +40,7 @@
 #include "../core/segments.cuh"
 #include "../core/warp.cuh"
 #include "digit_counts.cuh"
+#include "merge.cuh"
 #include "one_launch.cuh"
 #include "one_tile.cuh"
 #include "onesweep.cuh"
@@ -301,78 +302,6 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
   }
 }
 
-// Stable merge sort of a group's Lanes x Items keys by image alone, lane l holding items
-// l * Items to l * Items + Items - 1 (`images`, with the `positions` they came from): each
-// lane sorts its own by odd-even transposition, then runs of Items, 2 x Items, ... are merged
-// in pairs through shared memory (`merged_images`, `merged_positions`, item i at slot
-// `slot(i)`), each lane finding where its Items outputs start on the merge path and
-// taking them one at a time, the left run's first where keys are equal. A compare reads the
-// keys' images alone, where the network's compares (image, position) words
-// (docs/patterns.md, "Segmented sorts").
-template <int Lanes, int Items, class Image, class Slot>
-__device__ __forceinline__ void merge_sort_group(Image (&images)[Items],
-                                                 unsigned short (&positions)[Items],
-                                                 Image* merged_images,
-                                                 unsigned short* merged_positions, unsigned lane,
-                                                 Slot slot) {
-#pragma unroll
-  for (int pass = 0; pass < Items; ++pass) {
-#pragma unroll
-    for (int i = pass % 2; i + 1 < Items; i += 2) {
-      if (images[i + 1] < images[i]) {
-        const Image image = images[i];
-        images[i] = images[i + 1];
-        images[i + 1] = image;
-        const unsigned short position = positions[i];
-        positions[i] = positions[i + 1];
-        positions[i + 1] = position;
-      }
-    }
-  }
-#pragma unroll
-  for (int run_lanes = 1; run_lanes < Lanes; run_lanes *= 2) {
-    constexpr unsigned items = unsigned(Items);
-    const unsigned run = unsigned(run_lanes) * items;  // keys a run
-#pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      merged_images[slot(lane * items + unsigned(i))] = images[i];
-      merged_positions[slot(lane * items + unsigned(i))] = positions[i];
-    }
-    __syncwarp();
-    const unsigned left = (lane & ~unsigned(2 * run_lanes - 1)) * items;
-    const auto a = [&](unsigned i) { return merged_images[slot(left + i)]; };
-    const auto b = [&](unsigned i) { return merged_images[slot(left + run + i)]; };
-    const unsigned diagonal = (lane & unsigned(2 * run_lanes - 1)) * items;
-    // The merge path: the fewest keys of `a` among the first `diagonal` outputs.
-    unsigned low = diagonal > run ? diagonal - run : 0;
-    unsigned high = min(diagonal, run);
-    while (low < high) {
-      const unsigned middle = (low + high) / 2;
-      if (b(diagonal - 1 - middle) < a(middle)) {
-        high = middle;
-      } else {
-        low = middle + 1;
-      }
-    }
-    unsigned from_a = low;
-    unsigned from_b = diagonal - low;
-    Image next_a = a(min(from_a, run - 1));
-    Image next_b = b(min(from_b, run - 1));
-#pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      const bool take_a = from_a < run && (from_b >= run || !(next_b < next_a));
-      images[i] = take_a ? next_a : next_b;
-      positions[i] = merged_positions[slot(left + (take_a ? from_a : run + from_b))];
-      if (take_a) {
-        next_a = a(min(++from_a, run - 1));
-      } else {
-        next_b = b(min(++from_b, run - 1));
-      }
-    }
-    __syncwarp();  // every lane's reads before the next run's writes
-  }
-}
-
 constexpr int group_sort_threads = 256;
 
 // A block's groups' segments in shared memory: each group's keys (and values) as read, in input
@@ -514,8 +443,10 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
         images[i] = image_at(e);
         positions[i] = (unsigned short)e;
       }
-      merge_sort_group<Lanes, Items>(images, positions, staged.merged_images(group), positions_of,
-                                     lane, staging::slot);
+      // Integer keys alone come back from their images: their positions are not needed.
+      constexpr bool carry_positions = has_values_of<V> || !staging::sorted_from_images;
+      merge_sort_lanes<Lanes, Items, carry_positions>(
+          images, positions, staged.merged_images(group), positions_of, lane, staging::slot);
 #pragma unroll
       for (int i = 0; i < Items; ++i) {
         const unsigned sorted_slot = staging::slot(lane * unsigned(Items) + unsigned(i));
