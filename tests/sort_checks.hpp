@@ -293,8 +293,9 @@ template <class K>
 void pairs_of_type(const char* type) {
   for (ppat::order ord : orders) {
     for (spread s : spreads) {
-      for (std::size_t n : {std::size_t{2}, std::size_t{4097}, std::size_t{12289},
-                            std::size_t{32769}, large_sizes[0], large_sizes[3]}) {
+      for (std::size_t n :
+           {std::size_t{2}, std::size_t{3073}, std::size_t{4097}, std::size_t{12289},
+            std::size_t{32769}, large_sizes[0], large_sizes[3]}) {
         if (ppat_test::over_item_budget(n) || sampled_out(n, s)) continue;
         expect_pairs_sorted(draw_keys<K>(n, s), draw_values<std::uint32_t>(n), ord,
                             case_name(type, ord, s, n) + ", index values");

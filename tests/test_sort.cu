@@ -62,8 +62,8 @@ template <class K>
 void bit_ranges(const char* type, std::initializer_list<std::pair<int, int>> ranges) {
   for (const auto& [begin_bit, end_bit] : ranges) {
     for (ppat::order ord : orders) {
-      for (std::size_t n :
-           {std::size_t{4097}, std::size_t{12289}, large_sizes[0], large_sizes[3]}) {
+      for (std::size_t n : {std::size_t{3073}, std::size_t{4097}, std::size_t{12289},
+                            large_sizes[0], large_sizes[3]}) {
         if (ppat_test::over_item_budget(n) || sampled_out(n, spread::uniform_bits)) continue;
         const std::string what = std::string(type) + " bits [" + std::to_string(begin_bit) + ", " +
                                  std::to_string(end_bit) + ") " + name(ord) +

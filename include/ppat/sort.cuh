@@ -7,9 +7,13 @@
 //                    stream)
 //
 // A key is sorted by its order-preserving unsigned image (sort/radix_key.cuh: NaNs after
-// +inf, -0.0 before +0.0), least significant digit first, up to 8 bits a pass. The size of
-// the input picks the path, each in a file of its own under sort/:
+// +inf, -0.0 before +0.0): small inputs by merging the images, the rest least significant
+// digit first, up to 8 bits a pass. The size of the input picks the path, each in a file of
+// its own under sort/:
 //
+//   merge_tile.cuh  keys of 4 or 8 bytes sorted by more than 16 bits, up to 8192 (4096 for
+//                   floats, pairs and bit ranges of 4-byte keys): one block's merge sort, by
+//                   the keys' images, stable as the radix sort is
 //   one_tile.cuh    up to one tile (8192 keys or fewer): one block, every pass in shared memory
 //   cluster.cuh     up to 16 tiles (65,536 keys of up to 8 bytes a pair): one cluster of
 //                   blocks, every pass in their shared memory, keys sent between them
@@ -39,6 +43,7 @@
 #include "core/no_values.cuh"
 #include "sort/cluster.cuh"
 #include "sort/counting.cuh"
+#include "sort/merge_tile.cuh"
 #include "sort/one_launch.cuh"
 #include "sort/one_tile.cuh"
 #include "sort/onesweep.cuh"
@@ -101,6 +106,11 @@ void sort_on_its_path(const K* keys_in, K* keys_out, const V* values_in, V* valu
     return;
   }
 
+  const bool merged = on_merge_tile<K, V>(n, begin_bit, end_bit, call, [&](auto shape) {
+    merge_tile_sort<decltype(shape)>(keys_in, keys_out, values_in, values_out, n, ord, begin_bit,
+                                     end_bit, call);
+  });
+  if (merged) return;
   const bool in_one_tile = on_smallest_one_tile<K, V>(n, [&](auto shape) {
     one_tile_sort<decltype(shape)>(keys_in, keys_out, values_in, values_out, n, passes, ord,
                                    end_bit, call);
