@@ -94,12 +94,14 @@ TEST(segmented_sort, rows_of_a_matrix) {
 // Rows of 257 to 8,192 keys, more than the GPU's blocks sort at once, so that every SM holds
 // several blocks of one bin and each block sorts row after row: u64 keys of random bits (ties
 // about 2^-40 a row), where a wrong value is a misplaced one, not a question of stability,
-// and u32 keys with ties. The other batched cases hold at most a thousand such rows.
+// u32 keys with ties, and floats (NaNs, signed zeros) descending. The other batched cases
+// hold at most a thousand such rows. Odd row counts leave the last block of two merge tiles
+// one row, its other tile merging an empty one.
 TEST(segmented_sort, many_rows_of_one_block_each) {
   PPAT_REQUIRE_GPU();
   PPAT_TRACE_SEED();
   const std::pair<std::size_t, std::size_t> shapes[] = {
-      {8000, 300}, {2000, 1000}, {1000, 2049}, {500, 4096}, {300, 6000}};
+      {8001, 300}, {4001, 513}, {2001, 1000}, {1001, 2049}, {501, 4096}, {301, 6000}};
   std::uniform_int_distribution<std::uint64_t> any_bits;
   bool any_shape = false;
   for (const auto& [rows, cols] : shapes) {
@@ -110,6 +112,7 @@ TEST(segmented_sort, many_rows_of_one_block_each) {
       k = any_bits(ppat_test::rng());
     rows_sorted<std::uint64_t, std::uint32_t>(rows, cols, ppat::order::ascending, distinct);
     rows_sorted<std::uint32_t, std::uint32_t>(rows, cols, ppat::order::descending);
+    rows_sorted<float, std::uint32_t>(rows, cols, ppat::order::descending);
   }
   if (!any_shape) GTEST_SKIP() << "every shape is over the item budget";
 }

@@ -29,7 +29,12 @@ struct merge_tile_shape {
   static constexpr int threads = Threads;
   static constexpr int items = Items;
   static constexpr int tile_items = Threads * Items;
+  static constexpr int min_blocks_per_sm = 1;
 };
+template <class Shape>
+constexpr bool is_merge_tile_shape = false;
+template <int Threads, int Items>
+constexpr bool is_merge_tile_shape<merge_tile_shape<Threads, Items>> = true;
 
 // A tile's shared memory: its keys (and values) in input order, the merges' runs, and the
 // positions the sorted items came from. A slot of padding every 32 items puts the items a
@@ -77,9 +82,11 @@ struct merge_image {
   }
 };
 
-// The n keys (and values), n <= Shape::tile_items, sorted by one block. The whole input is
-// read before any of it is written, which keeps a sort in place right; the storage is free
-// again when it returns.
+// The n keys (and values), n <= Shape::tile_items, sorted by Shape::threads threads: the
+// block, or one of its tiles where the block holds several (threads t x Shape::threads up).
+// The barriers are the block's: every thread of the block calls it, each tile with its own
+// keys and storage (n may be 0). The whole input is read before any of it is written, which
+// keeps a sort in place right; the storage is free again when it returns.
 template <class Shape, bool AllBits, class K, class V>
 __device__ void sort_in_merge_tile(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                                    unsigned n, const merge_image<K, AllBits>& image_of,
@@ -89,11 +96,12 @@ __device__ void sort_in_merge_tile(const K* keys_in, K* keys_out, const V* value
   constexpr int threads = Shape::threads;
   constexpr int items = Shape::items;
   const auto slot = storage_type::slot;
+  const unsigned thread = threadIdx.x % unsigned(threads);
 
   // Staged in input order, so that the reads coalesce.
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned e = unsigned(i * threads) + threadIdx.x;
+    const unsigned e = unsigned(i * threads) + thread;
     if (e < n) {
       storage.keys[slot(e)] = keys_in[e];
       if constexpr (has_values_of<V>) storage.values[slot(e)] = values_in[e];
@@ -107,15 +115,15 @@ __device__ void sort_in_merge_tile(const K* keys_in, K* keys_out, const V* value
   unsigned short positions[items];
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned e = threadIdx.x * unsigned(items) + unsigned(i);
+    const unsigned e = thread * unsigned(items) + unsigned(i);
     images[i] = e < n ? image_of(storage.keys[slot(e)]) : image_type(~image_type(0));
     positions[i] = (unsigned short)e;
   }
   merge_sort_lanes<threads, items, storage_type::carry_positions>(
-      images, positions, storage.merged_images(), storage.positions, threadIdx.x, slot);
+      images, positions, storage.merged_images(), storage.positions, thread, slot);
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned sorted_slot = slot(threadIdx.x * unsigned(items) + unsigned(i));
+    const unsigned sorted_slot = slot(thread * unsigned(items) + unsigned(i));
     if constexpr (storage_type::keys_from_images)
       storage.keys[sorted_slot] = radix_key<K>::key(image_type(images[i] ^ image_of.flip));
     if constexpr (storage_type::carry_positions) storage.positions[sorted_slot] = positions[i];
@@ -126,7 +134,7 @@ __device__ void sort_in_merge_tile(const K* keys_in, K* keys_out, const V* value
   // image does not give back a NaN's bits), or the key taken back from its image.
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const unsigned e = unsigned(i * threads) + threadIdx.x;
+    const unsigned e = unsigned(i * threads) + thread;
     if (e < n) {
       if constexpr (storage_type::carry_positions) {
         const unsigned from = slot(storage.positions[slot(e)]);

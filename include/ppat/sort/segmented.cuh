@@ -6,8 +6,9 @@
 //   up to 256 keys     a group of 2 to 32 lanes a segment, staged in shared memory: a
 //                      bitonic sort in registers up to 32 keys, then (keys of up to 4
 //                      bytes) a merge sort of the lanes' sorted runs
-//   up to one tile     one block a segment, every pass in shared memory (sort/one_tile.cuh's
-//                      block sort), in the three block sizes the whole-array sort has
+//   up to 8,192 keys   a tile a segment, of 512 to 8,192 keys: a merge sort (sort/merge_tile.cuh)
+//                      or the one-tile radix sort (sort/one_tile.cuh's block sort), every
+//                      step in shared memory
 //   longer             the onesweep passes (sort/onesweep.cuh) over all such segments at
 //                      once, each segment a chain of tiles with digit starts of its own, so
 //                      that a long segment is sorted by every SM, never by one block
@@ -41,6 +42,7 @@
 #include "../core/warp.cuh"
 #include "digit_counts.cuh"
 #include "merge.cuh"
+#include "merge_tile.cuh"
 #include "one_launch.cuh"
 #include "one_tile.cuh"
 #include "onesweep.cuh"
@@ -51,12 +53,14 @@
 namespace ppat::detail {
 
 // The paths of segments that one group of lanes or one block sorts, shortest first: groups
-// of lanes up to 256 keys (group_shape), then blocks of 256 threads with 4, 8 and 16 keys
-// each (the last at three blocks an SM for keys of up to 4 bytes; 8-byte keys would spill)
-// and the one-tile sort's 512 x 16; blocks too are fastest the smallest that hold the
-// segment (docs/patterns.md, "Segmented sorts").
+// of lanes up to 256 keys (group_shape), then a block a segment up to 512, 1,024, 2,048,
+// 4,096 and 8,192 keys (segment_block_shape): the smallest that holds a segment is the fastest
+// (docs/patterns.md, "Segmented sorts").
 constexpr int group_bins = 7;
-constexpr int short_bins = group_bins + 4;
+constexpr int block_bins = 5;
+constexpr int short_bins = group_bins + block_bins;
+// The threads of a block of groups, and of the short bins' one launch.
+constexpr int group_sort_threads = 256;
 
 // The group of lanes that sorts a segment of bin Bin: up to 8, 16, 32, 64, 104, 128 and 256
 // keys. Fewer lanes holding more keys each measured faster over many segments, up to 16 keys of
@@ -83,22 +87,82 @@ struct group_shape {
                                                                                     : 16;
   static constexpr int lanes = between && !(Wide && merges) ? 8 : power_of_two_keys / items;
 };
-// Whether bin Bin can hold a segment (the 104-key bin sorts only keys of up to 4 bytes).
+// The blocks' bins: a block sorts a segment of up to 512 << (Bin - group_bins) keys by a
+// merge sort (sort/merge_tile.cuh) or by the one-tile sort's radix passes (sort/one_tile.cuh).
+// A merge sorts the whole tile whatever the segment's length, so it takes tiles of the bin's
+// size, 128 threads holding 4, 8 and 16 keys up to 2,048 keys (two tiles a block of
+// group_sort_threads) and 256 and 512 threads holding 16 beyond; the radix passes, in blocks
+// of 256 threads with 4, 8 and 16 keys each (the last at three blocks an SM for keys of up to
+// 4 bytes; 8-byte keys would spill) and of 512 with 16, cost by the keys sorted. Merges take
+// keys of 4 and 8 bytes up to 2,048; 4,096 only for the keys a radix tile sorts in more passes
+// or in more steps a pass than a merge (8-byte keys, integer keys alone, which need no
+// positions); 8,192 for 8-byte keys and for pairs, while the tile's shared memory fits every GPU
+// from sm_80 on. Keys of 1 and 2 bytes take the radix passes (one or two); they start at 1,024
+// keys, with no 512-key bin. All measured, docs/patterns.md, "Segmented sorts".
 template <class K, class V, int Bin>
-constexpr bool short_bin_used =
-    Bin >= group_bins || !group_shape<K, V, Bin>::between || group_shape<K, V, Bin>::merges;
+constexpr bool block_bin_merges = [] {
+  if constexpr (Bin < group_bins || sizeof(K) < 4) {
+    return false;
+  } else if constexpr (Bin < group_bins + 3) {
+    return true;
+  } else if constexpr (Bin == group_bins + 3) {
+    return sizeof(K) == 8 || (radix_key<K>::invertible && !has_values_of<V>);
+  } else {
+    constexpr std::size_t sm80_shared_bytes = 163 * 1024;
+    return (sizeof(K) == 8 || has_values_of<V>)&&sizeof(
+               merge_tile_storage<merge_tile_shape<512, 16>, K, V, true>) <= sm80_shared_bytes;
+  }
+}();
+template <int Bin>
+using merge_bin_shape =
+    std::conditional_t<(Bin < group_bins + 3),
+                       merge_tile_shape<128, 4 << std::clamp(Bin - group_bins, 0, 2)>,
+                       merge_tile_shape<256 << std::clamp(Bin - group_bins - 3, 0, 1), 16>>;
 template <class K, class V, int Bin>
 using segment_block_shape = std::conditional_t<
-    Bin == group_bins, one_tile_tiny_shape<K, V>,
+    block_bin_merges<K, V, Bin>, merge_bin_shape<Bin>,
     std::conditional_t<
-        Bin == group_bins + 1, tile_shape<K, V, tuning<256, 128, 0>, 8>,
-        std::conditional_t<Bin == group_bins + 2,
-                           tile_shape<K, V, tuning<256, 128, sizeof(K) <= 4 ? 3 : 0>>,
-                           one_tile_large_shape<K, V>>>>;
+        Bin <= group_bins + 1, one_tile_tiny_shape<K, V>,
+        std::conditional_t<
+            Bin == group_bins + 2, tile_shape<K, V, tuning<256, 128, 0>, 8>,
+            std::conditional_t<Bin == group_bins + 3,
+                               tile_shape<K, V, tuning<256, 128, sizeof(K) <= 4 ? 3 : 0>>,
+                               one_tile_large_shape<K, V>>>>>;
+// Whether bin Bin can hold a segment: the 104-key bin sorts only keys of up to 4 bytes, the
+// 512-key bin only keys of 4 and 8.
+template <class K, class V, int Bin>
+constexpr bool short_bin_used =
+    Bin < group_bins ? !group_shape<K, V, Bin>::between || group_shape<K, V, Bin>::merges
+                     : Bin != group_bins || block_bin_merges<K, V, Bin>;
+// The threads of a block of bin Bin: a merge tile of fewer than group_sort_threads shares its
+// block with others.
+template <class K, class V, int Bin>
+constexpr int segment_block_threads = block_bin_merges<K, V, Bin>
+                                          ? std::max(segment_block_shape<K, V, Bin>::threads,
+                                                     group_sort_threads)
+                                          : segment_block_shape<K, V, Bin>::threads;
+// The blocks of bin Bin that its kernel keeps on an SM at least, which bounds their registers:
+// a merge's tiles as many as measured fastest on their own (mseg probe, docs/patterns.md).
+template <class K, class V, int Bin>
+constexpr int segment_block_min_blocks = [] {
+  if constexpr (!block_bin_merges<K, V, Bin>) {
+    return segment_block_shape<K, V, Bin>::min_blocks_per_sm;
+  } else if constexpr (Bin == group_bins) {
+    return sizeof(K) <= 4 ? 5 : 4;
+  } else if constexpr (Bin == group_bins + 1) {
+    return 4;
+  } else if constexpr (Bin == group_bins + 2) {
+    return sizeof(K) <= 4 ? 3 : 2;
+  } else {
+    return 512 / segment_block_threads<K, V, Bin>;
+  }
+}();
 template <class K, class V, int Bin>
 constexpr unsigned short_bin_capacity = [] {
   if constexpr (Bin < group_bins) {
     return unsigned(group_shape<K, V, Bin>::lanes * group_shape<K, V, Bin>::items);
+  } else if constexpr (!short_bin_used<K, V, Bin>) {
+    return short_bin_capacity<K, V, Bin - 1>;
   } else {
     return unsigned(segment_block_shape<K, V, Bin>::tile_items);
   }
@@ -302,8 +366,6 @@ __device__ __forceinline__ void bitonic_sort_group(Word (&words)[Items], unsigne
   }
 }
 
-constexpr int group_sort_threads = 256;
-
 // A block's groups' segments in shared memory: each group's keys (and values) as read, in input
 // order so that the reads coalesce; the merge's runs; then the positions its sorted items hold, by
 // which the output places take their key and value, again in input order. A slot of padding every
@@ -486,27 +548,55 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
 
 // ---- One block a segment -------------------------------------------------------------------
 
-// Block `block` of `blocks` sorts segments block, block + blocks, ... of its bin's list
-// (`listed`), or of all the segments where there is no list (rows, all of one bin), every
-// bit of their keys.
-template <class Shape, class Segments, class K, class V>
+// The shared memory of a block of bin Bin: a radix tile, or each of its merge tiles.
+template <class K, class V, int Bin>
+using segment_block_storage =
+    std::conditional_t<block_bin_merges<K, V, Bin>,
+                       merge_tile_storage<segment_block_shape<K, V, Bin>, K, V, true>,
+                       tile_storage<segment_block_shape<K, V, Bin>, K, V>>;
+template <class K, class V, int Bin>
+constexpr int segment_block_tiles =
+    segment_block_threads<K, V, Bin> / segment_block_shape<K, V, Bin>::threads;
+
+// Block `block` of `blocks` of bin Bin sorts segments of its bin's list (`listed`), or of all
+// the segments where there is no list (rows, all of one bin), every bit of their keys: a
+// segment a tile, segments block x tiles + tile, then blocks x tiles on from there. A merge
+// tile's barriers are the block's, so every tile runs as many merges as the others, on an
+// empty segment where the list has run out.
+template <int Bin, class Segments, class K, class V>
 __device__ void sort_segments_in_blocks(const K* keys_in, K* keys_out, const V* values_in,
                                         V* values_out, const Segments& segments,
                                         const std::size_t* listed,
                                         const unsigned long long* listed_count, order ord,
                                         unsigned block, unsigned blocks) {
-  auto& storage = dynamic_shared_storage<tile_storage<Shape, K, V>>();
+  using shape = segment_block_shape<K, V, Bin>;
+  using image_type = typename radix_key<K>::image_type;
+  constexpr int tiles = segment_block_tiles<K, V, Bin>;
   constexpr int end_bit = 8 * int(sizeof(K));
+  const unsigned tile = threadIdx.x / unsigned(shape::threads);
+  auto& storage = (&dynamic_shared_storage<segment_block_storage<K, V, Bin>>())[tile];
   const radix_passes passes = radix_passes::of(0, end_bit);
+  const merge_image<K, true> image_of{
+      ord == order::descending ? image_type(~image_type(0)) : image_type(0), 0,
+      image_type(~image_type(0))};
   const std::size_t count = listed == nullptr ? segments.count : std::size_t(*listed_count);
-  for (std::size_t s = block; s < count; s += blocks) {
-    const segment_range segment = segments(listed == nullptr ? s : listed[s]);
+  for (std::size_t first = std::size_t(block) * tiles; first < count;
+       first += std::size_t(blocks) * tiles) {
+    const std::size_t s = first + tile;
+    const segment_range segment =
+        s < count ? segments(listed == nullptr ? s : listed[s]) : segment_range{0, 0};
     const std::size_t b = segment.begin;
+    const V* segment_values_in = values_in;
+    V* segment_values_out = values_out;
     if constexpr (has_values_of<V>) {
-      sort_in_one_tile<Shape>(keys_in + b, keys_out + b, values_in + b, values_out + b,
-                              unsigned(segment.length), passes, ord, end_bit, storage);
+      segment_values_in += b;
+      segment_values_out += b;
+    }
+    if constexpr (block_bin_merges<K, V, Bin>) {
+      sort_in_merge_tile<shape>(keys_in + b, keys_out + b, segment_values_in, segment_values_out,
+                                unsigned(segment.length), image_of, storage);
     } else {
-      sort_in_one_tile<Shape>(keys_in + b, keys_out + b, values_in, values_out,
+      sort_in_one_tile<shape>(keys_in + b, keys_out + b, segment_values_in, segment_values_out,
                               unsigned(segment.length), passes, ord, end_bit, storage);
     }
   }
@@ -521,13 +611,14 @@ __global__ void __launch_bounds__(group_sort_threads)
                                  listed_count, ord, blockIdx.x, gridDim.x);
 }
 
-template <class Shape, class Segments, class K, class V>
-__global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
+template <int Bin, class Segments, class K, class V>
+__global__ void __launch_bounds__(segment_block_threads<K, V, Bin>,
+                                  segment_block_min_blocks<K, V, Bin>)
     segment_block_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                               Segments segments, const std::size_t* listed,
                               const unsigned long long* listed_count, order ord) {
-  sort_segments_in_blocks<Shape>(keys_in, keys_out, values_in, values_out, segments, listed,
-                                 listed_count, ord, blockIdx.x, gridDim.x);
+  sort_segments_in_blocks<Bin>(keys_in, keys_out, values_in, values_out, segments, listed,
+                               listed_count, ord, blockIdx.x, gridDim.x);
 }
 
 // f(std::integral_constant<int, b>{}) for every short bin b.
@@ -554,7 +645,7 @@ constexpr std::size_t short_bin_shared_bytes() {
   if constexpr (Bin < group_bins) {
     return sizeof(group_staging<K, V, group_shape<K, V, Bin, Wide>>);
   } else {
-    return sizeof(tile_storage<segment_block_shape<K, V, Bin>, K, V>);
+    return segment_block_tiles<K, V, Bin> * sizeof(segment_block_storage<K, V, Bin>);
   }
 }
 template <class K, class V, int Bin, bool Wide = false>
@@ -564,7 +655,7 @@ std::size_t short_bin_blocks(std::size_t most_segments, std::size_t resident) {
         group_sort_threads / group_shape<K, V, Bin, Wide>::lanes;
     return std::min(ceil_div(most_segments, groups_per_block), resident);
   } else {
-    return std::min(most_segments, resident);
+    return std::min(ceil_div(most_segments, segment_block_tiles<K, V, Bin>), resident);
   }
 }
 
@@ -608,14 +699,13 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
                               listed_count, ord);
     check_launch(call.function(), "segment_group_sort_kernel");
   } else {
-    using shape = segment_block_shape<K, V, Bin>;
-    constexpr auto kernel = segment_block_sort_kernel<shape, Segments, K, V>;
+    constexpr int threads = segment_block_threads<K, V, Bin>;
+    constexpr auto kernel = segment_block_sort_kernel<Bin, Segments, K, V>;
     allow_dynamic_shared_bytes<kernel>(call);
     const std::size_t blocks = short_bin_blocks<K, V, Bin>(
-        most_segments, resident_blocks<kernel>(shape::threads, shared_bytes, call));
-    kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), shape::threads, shared_bytes,
-             call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, listed,
-                              listed_count, ord);
+        most_segments, resident_blocks<kernel>(threads, shared_bytes, call));
+    kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), threads, shared_bytes, call.stream()>>>(
+        keys_in, keys_out, values_in, values_out, segments, listed, listed_count, ord);
     check_launch(call.function(), "segment_block_sort_kernel");
   }
 }
@@ -631,7 +721,7 @@ constexpr bool in_short_launch = [] {
   if constexpr (Bin < group_bins) {
     return short_bin_used<K, V, Bin>;
   } else {
-    return segment_block_shape<K, V, Bin>::threads == group_sort_threads;
+    return short_bin_used<K, V, Bin> && segment_block_threads<K, V, Bin> == group_sort_threads;
   }
 }();
 template <class K, class V, int Bin = 0, bool Wide = false>
@@ -665,9 +755,9 @@ __device__ void sort_segments_of_block_bin(const K* keys_in, K* keys_out, const 
           keys_in, keys_out, values_in, values_out, segments, bins.segments[Bin], bins.sizes + Bin,
           ord, blockIdx.x - first, end - first);
     } else if constexpr (in_short_launch<K, V, Bin>) {
-      sort_segments_in_blocks<segment_block_shape<K, V, Bin>>(
-          keys_in, keys_out, values_in, values_out, segments, bins.segments[Bin], bins.sizes + Bin,
-          ord, blockIdx.x - first, end - first);
+      sort_segments_in_blocks<Bin>(keys_in, keys_out, values_in, values_out, segments,
+                                   bins.segments[Bin], bins.sizes + Bin, ord, blockIdx.x - first,
+                                   end - first);
     }
   }
 }
@@ -743,9 +833,8 @@ __device__ void sort_segment_on_its_path(const K* keys_in, K* keys_out, const V*
                                                             values_out, single_segment{segment},
                                                             nullptr, nullptr, ord, 0, 1);
     } else if constexpr (in_short_launch<K, V, Bin>) {
-      sort_segments_in_blocks<segment_block_shape<K, V, Bin>>(keys_in, keys_out, values_in,
-                                                              values_out, single_segment{segment},
-                                                              nullptr, nullptr, ord, 0, 1);
+      sort_segments_in_blocks<Bin>(keys_in, keys_out, values_in, values_out,
+                                   single_segment{segment}, nullptr, nullptr, ord, 0, 1);
     }
   }
 }
