@@ -573,7 +573,7 @@ __device__ void sort_segments_in_blocks(const K* keys_in, K* keys_out, const V* 
   using image_type = typename radix_key<K>::image_type;
   constexpr int tiles = segment_block_tiles<K, V, Bin>;
   constexpr int end_bit = 8 * int(sizeof(K));
-  const unsigned tile = threadIdx.x / unsigned(shape::threads);
+  const unsigned tile = tiles == 1 ? 0u : threadIdx.x / unsigned(shape::threads);
   auto& storage = (&dynamic_shared_storage<segment_block_storage<K, V, Bin>>())[tile];
   const radix_passes passes = radix_passes::of(0, end_bit);
   const merge_image<K, true> image_of{
@@ -724,6 +724,21 @@ constexpr bool in_short_launch = [] {
     return short_bin_used<K, V, Bin> && segment_block_threads<K, V, Bin> == group_sort_threads;
   }
 }();
+// The fewest blocks an SM that the short launch's block bins ask for
+// (segment_block_min_blocks): one kernel takes the registers its most demanding bin needs,
+// which would otherwise cost the others the blocks an SM they run fastest at (f32 keys: 120
+// registers, segments of 2,049-4,096 at 2^22 1.16x slower). Not for the launch a block a
+// segment, whose wide groups would spill at that bound (1.9 KB a thread for f32 keys).
+template <class K, class V, int Bin = group_bins>
+constexpr int short_launch_min_blocks() {
+  if constexpr (Bin == short_bins) {
+    return 0;
+  } else {
+    constexpr int rest = short_launch_min_blocks<K, V, Bin + 1>();
+    constexpr int own = in_short_launch<K, V, Bin> ? segment_block_min_blocks<K, V, Bin> : 0;
+    return own == 0 ? rest : rest == 0 ? own : std::min(own, rest);
+  }
+}
 template <class K, class V, int Bin = 0, bool Wide = false>
 constexpr std::size_t short_launch_shared_bytes() {
   if constexpr (Bin == short_bins) {
@@ -763,7 +778,7 @@ __device__ void sort_segments_of_block_bin(const K* keys_in, K* keys_out, const 
 }
 
 template <class Segments, class K, class V>
-__global__ void __launch_bounds__(group_sort_threads)
+__global__ void __launch_bounds__(group_sort_threads, short_launch_min_blocks<K, V>())
     short_segments_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                                Segments segments, segment_bins bins, short_launch_blocks blocks,
                                order ord) {
