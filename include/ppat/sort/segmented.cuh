@@ -109,8 +109,9 @@ constexpr bool block_bin_merges = [] {
     return sizeof(K) == 8 || (radix_key<K>::invertible && !has_values_of<V>);
   } else {
     constexpr std::size_t sm80_shared_bytes = 163 * 1024;
-    return (sizeof(K) == 8 || has_values_of<V>)&&sizeof(
-               merge_tile_storage<merge_tile_shape<512, 16>, K, V, true>) <= sm80_shared_bytes;
+    constexpr bool fits =
+        sizeof(merge_tile_storage<merge_tile_shape<512, 16>, K, V, true>) <= sm80_shared_bytes;
+    return fits && (sizeof(K) == 8 || has_values_of<V>);
   }
 }();
 template <int Bin>
