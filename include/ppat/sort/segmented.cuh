@@ -726,13 +726,15 @@ constexpr bool in_short_launch = [] {
   }
 }();
 // The fewest blocks an SM that the short launch's block bins ask for
-// (segment_block_min_blocks): one kernel takes the registers its most demanding bin needs,
-// which would otherwise cost the others the blocks an SM they run fastest at (f32 keys: 120
-// registers, segments of 2,049-4,096 at 2^22 1.16x slower). Not for the launch a block a
-// segment, whose wide groups would spill at that bound (1.9 KB a thread for f32 keys).
+// (segment_block_min_blocks), where it holds merge bins: one kernel takes the registers its
+// most demanding bin needs, and the merges' would cost the radix bins the blocks an SM they
+// run fastest at (f32 keys: 120 registers, segments of 2,049-4,096 at 2^22 1.16x slower).
+// Keys of 1 and 2 bytes, no merges, keep the compiler's choice (f16/u32 pairs would spill 40
+// bytes a thread at the bound); so does the launch a block a segment, whose wide groups would
+// spill at it (1.9 KB a thread for f32 keys).
 template <class K, class V, int Bin = group_bins>
 constexpr int short_launch_min_blocks() {
-  if constexpr (Bin == short_bins) {
+  if constexpr (Bin == short_bins || sizeof(K) < 4) {
     return 0;
   } else {
     constexpr int rest = short_launch_min_blocks<K, V, Bin + 1>();
