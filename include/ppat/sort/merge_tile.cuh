@@ -29,12 +29,7 @@ struct merge_tile_shape {
   static constexpr int threads = Threads;
   static constexpr int items = Items;
   static constexpr int tile_items = Threads * Items;
-  static constexpr int min_blocks_per_sm = 1;
 };
-template <class Shape>
-constexpr bool is_merge_tile_shape = false;
-template <int Threads, int Items>
-constexpr bool is_merge_tile_shape<merge_tile_shape<Threads, Items>> = true;
 
 // A tile's shared memory: its keys (and values) in input order, the merges' runs, and the
 // positions the sorted items came from. A slot of padding every 32 items puts the items a
