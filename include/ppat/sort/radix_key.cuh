@@ -7,7 +7,8 @@
 // -inf < negatives < -0.0 < +0.0 < positives < +inf, and maps every NaN (either sign, any
 // payload) to the all-ones image, above +inf: NaNs form one class, which a stable sort keeps
 // in input order. That image cannot be inverted for NaNs, so a sort moves the keys
-// themselves and takes each pass's digit from the key it holds, never from a stored image.
+// themselves and takes each pass's digit from the key it holds, never from a stored image
+// (a sort that knows its keys hold no NaN may take them back, `number`).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -47,6 +48,17 @@ struct float_radix_key {
     const image_type b = bits_of(key);
     if (image_type(b & image_type(~sign)) > infinity) return image_type(~image_type(0));
     return (b & sign) != 0 ? image_type(~b) : image_type(b | sign);
+  }
+  __host__ __device__ static bool is_nan(const K& key) {
+    return image_type(bits_of(key) & image_type(~sign)) > infinity;
+  }
+  // The number whose image this is (a NaN's image stands for every NaN, so it has none).
+  __host__ __device__ static K number(image_type image) {
+    const image_type b =
+        (image & sign) != 0 ? image_type(image & image_type(~sign)) : image_type(~image);
+    K key;
+    std::memcpy(&key, &b, sizeof(K));
+    return key;
   }
 };
 
