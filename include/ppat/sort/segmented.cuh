@@ -143,11 +143,15 @@ constexpr int segment_block_threads = block_bin_merges<K, V, Bin>
                                                      group_sort_threads)
                                           : segment_block_shape<K, V, Bin>::threads;
 // The blocks of bin Bin that its kernel keeps on an SM at least, which bounds their registers:
-// a merge's tiles as many as measured fastest on their own (mseg probe, docs/patterns.md).
+// a merge's tiles as many as measured fastest on their own (mseg probe, docs/patterns.md); the
+// 8,192-key radix tile of keys alone two, which its shared memory allows (left to itself,
+// ptxas gave its kernel over offsets 109 registers, one block an SM, where rows took 61).
 template <class K, class V, int Bin>
 constexpr int segment_block_min_blocks = [] {
   if constexpr (!block_bin_merges<K, V, Bin>) {
-    return segment_block_shape<K, V, Bin>::min_blocks_per_sm;
+    return Bin == group_bins + 4 && !has_values_of<V>
+               ? 2
+               : segment_block_shape<K, V, Bin>::min_blocks_per_sm;
   } else if constexpr (Bin == group_bins) {
     return sizeof(K) <= 4 ? 5 : 4;
   } else if constexpr (Bin == group_bins + 1) {
