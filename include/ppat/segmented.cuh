@@ -147,12 +147,13 @@ void segmented_radix_sort(const K* keys_in, K* keys_out, const V* values_in, V* 
     listed += most;
   const std::size_t head_bytes = (short_bins + 1) * sizeof(unsigned long long);
   temporary_buffer<unsigned char> scratch(
-      head_bytes + listed * sizeof(std::size_t) + paths.most_chains * sizeof(segment_chain), call);
+      head_bytes + listed * sizeof(unsigned long long) + paths.most_chains * sizeof(segment_chain),
+      call);
   call.check(cudaMemsetAsync(scratch.data(), 0, head_bytes, call.stream()), "cudaMemsetAsync");
   segment_bins bins{};
   bins.sizes = reinterpret_cast<unsigned long long*>(scratch.data());
   bins.chains_and_tiles = bins.sizes + short_bins;
-  auto* list = reinterpret_cast<std::size_t*>(scratch.data() + head_bytes);
+  auto* list = reinterpret_cast<unsigned long long*>(scratch.data() + head_bytes);
   for (int b = 0; b < short_bins; ++b) {
     bins.segments[b] = list;
     list += paths.most_in_bin[b];

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "device.cuh"
 #include "error.cuh"
@@ -111,6 +112,37 @@ void allow_large_clusters(const call_context& call) {
     call.check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                "cudaFuncSetAttribute");
   });
+}
+
+// A kernel launched after another of the same call may be scheduled while that one drains
+// (programmatic dependent launch, sm_90 on), where the stream would otherwise start it only
+// after the one before has finished and been retired: a call of many launches, most of them
+// with nothing to do (a segmented sort's paths for lengths no segment has), pays that gap at
+// every launch (docs/patterns.md, "Segmented sorts"). Such a kernel calls
+// wait_for_earlier_kernels before it touches memory, which returns once every kernel before
+// it in the stream has finished and its writes are visible (at once where it was launched
+// without the attribute), so the order of the stream holds as for any launch.
+__device__ __forceinline__ void wait_for_earlier_kernels() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+template <class... Parameters, class... Arguments>
+void launch_dependent(void (*kernel)(Parameters...), dim3 grid, dim3 block,
+                      std::size_t shared_bytes, const call_context& call, const char* kernel_name,
+                      Arguments&&... arguments) {
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = call.stream();
+  config.attrs = &dependent;
+  config.numAttrs = call.limits().has_clusters ? 1 : 0;  // sm_90 on, as clusters
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Arguments>(arguments)...),
+             call.function(), kernel_name);
 }
 
 // A cooperative launch of `Kernel`, whose grid the occupancy query (resident_blocks) says

@@ -203,11 +203,24 @@ struct segment_chain {
   unsigned segment_chains;  // chains in its segment
 };
 
+// A short bin's segment as its list holds it: its first key's place and its length in one
+// word (a short segment is at most 8,192 keys), so that the bin's kernel reads one word a
+// segment where it read the segment's index and then its offsets, one load after the other.
+constexpr int listed_length_bits = 14;
+static_assert((1u << listed_length_bits) > 8192, "a short segment's length fits its bits");
+__device__ inline unsigned long long listed_segment(const segment_range& segment) {
+  return (unsigned long long)segment.begin << listed_length_bits | segment.length;
+}
+__device__ inline segment_range unlisted_segment(unsigned long long word) {
+  return {std::size_t(word >> listed_length_bits),
+          std::size_t(word & ((1ull << listed_length_bits) - 1))};
+}
+
 // Where the binning kernel sends the segments, in device memory.
 struct segment_bins {
-  unsigned long long* sizes;             // [short_bins]: segments in each, zeroed
-  std::size_t* segments[short_bins];     // their indices
-  unsigned long long* chains_and_tiles;  // chains << 32 | their tiles, zeroed
+  unsigned long long* sizes;                 // [short_bins]: segments in each, zeroed
+  unsigned long long* segments[short_bins];  // each one's listed_segment
+  unsigned long long* chains_and_tiles;      // chains << 32 | their tiles, zeroed
   segment_chain* chains;
   unsigned capacity[short_bins];  // keys a group or block of each bin sorts
   unsigned chain_tile_items;
@@ -294,9 +307,8 @@ __global__ void __launch_bounds__(binning_threads)
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < segments_a_thread; ++j) {
-      const std::size_t i = base + std::size_t(j) * binning_threads + threadIdx.x;
       if (bin[j] >= 0 && bin[j] < short_bins)
-        bins.segments[bin[j]][block_first[bin[j]] + place[j]] = i;
+        bins.segments[bin[j]][block_first[bin[j]] + place[j]] = listed_segment(segment[j]);
       if (bin[j] == short_bins) append_chains(segment[j], bins);
     }
     __syncthreads();  // before the next step clears the counts
@@ -439,7 +451,7 @@ struct group_staging<K, V, Shape, false> {
 template <class Shape, class Segments, class K, class V>
 __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* values_in,
                                         V* values_out, const Segments& segments,
-                                        const std::size_t* listed,
+                                        const unsigned long long* listed,
                                         const unsigned long long* listed_count, order ord,
                                         unsigned block, unsigned blocks) {
   using image_type = typename radix_key<K>::image_type;
@@ -461,8 +473,9 @@ __device__ void sort_segments_in_groups(const K* keys_in, K* keys_out, const V* 
   for (std::size_t first = warp * groups_per_warp; first < count;
        first += warps * groups_per_warp) {
     const std::size_t s = first + threadIdx.x % 32 / Lanes;
-    const segment_range segment =
-        s < count ? segments(listed == nullptr ? s : listed[s]) : segment_range{0, 0};
+    const segment_range segment = s >= count          ? segment_range{0, 0}
+                                  : listed == nullptr ? segments(s)
+                                                      : unlisted_segment(listed[s]);
     const unsigned length = unsigned(segment.length);
     // move(g, begin, e) for every item e this lane moves between global and shared memory, of
     // group g's segment that starts at `begin`: its own group's items Lanes apart; or, for pairs
@@ -571,7 +584,7 @@ constexpr int segment_block_tiles =
 template <int Bin, class Segments, class K, class V>
 __device__ void sort_segments_in_blocks(const K* keys_in, K* keys_out, const V* values_in,
                                         V* values_out, const Segments& segments,
-                                        const std::size_t* listed,
+                                        const unsigned long long* listed,
                                         const unsigned long long* listed_count, order ord,
                                         unsigned block, unsigned blocks) {
   using shape = segment_block_shape<K, V, Bin>;
@@ -588,8 +601,9 @@ __device__ void sort_segments_in_blocks(const K* keys_in, K* keys_out, const V* 
   for (std::size_t first = std::size_t(block) * tiles; first < count;
        first += std::size_t(blocks) * tiles) {
     const std::size_t s = first + tile;
-    const segment_range segment =
-        s < count ? segments(listed == nullptr ? s : listed[s]) : segment_range{0, 0};
+    const segment_range segment = s >= count          ? segment_range{0, 0}
+                                  : listed == nullptr ? segments(s)
+                                                      : unlisted_segment(listed[s]);
     const std::size_t b = segment.begin;
     const V* segment_values_in = values_in;
     V* segment_values_out = values_out;
@@ -610,8 +624,9 @@ __device__ void sort_segments_in_blocks(const K* keys_in, K* keys_out, const V* 
 template <class Shape, class Segments, class K, class V>
 __global__ void __launch_bounds__(group_sort_threads)
     segment_group_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                              Segments segments, const std::size_t* listed,
+                              Segments segments, const unsigned long long* listed,
                               const unsigned long long* listed_count, order ord) {
+  wait_for_earlier_kernels();
   sort_segments_in_groups<Shape>(keys_in, keys_out, values_in, values_out, segments, listed,
                                  listed_count, ord, blockIdx.x, gridDim.x);
 }
@@ -620,8 +635,9 @@ template <int Bin, class Segments, class K, class V>
 __global__ void __launch_bounds__(segment_block_threads<K, V, Bin>,
                                   segment_block_min_blocks<K, V, Bin>)
     segment_block_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                              Segments segments, const std::size_t* listed,
+                              Segments segments, const unsigned long long* listed,
                               const unsigned long long* listed_count, order ord) {
+  wait_for_earlier_kernels();
   sort_segments_in_blocks<Bin>(keys_in, keys_out, values_in, values_out, segments, listed,
                                listed_count, ord, blockIdx.x, gridDim.x);
 }
@@ -690,7 +706,7 @@ std::size_t wide_groups_resident(const call_context& call) {
 // `most_segments`), or every segment where there is no list; in wide groups where `Wide`.
 template <int Bin, bool Wide = false, class K, class V, class Segments>
 void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
-                         const Segments& segments, const std::size_t* listed,
+                         const Segments& segments, const unsigned long long* listed,
                          const unsigned long long* listed_count, std::size_t most_segments,
                          order ord, const call_context& call) {
   constexpr std::size_t shared_bytes = short_bin_shared_bytes<K, V, Bin, Wide>();
@@ -699,19 +715,18 @@ void sort_short_segments(const K* keys_in, K* keys_out, const V* values_in, V* v
     allow_dynamic_shared_bytes<kernel>(call);
     const std::size_t blocks = short_bin_blocks<K, V, Bin, Wide>(
         most_segments, resident_blocks<kernel>(group_sort_threads, shared_bytes, call));
-    kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), group_sort_threads, shared_bytes,
-             call.stream()>>>(keys_in, keys_out, values_in, values_out, segments, listed,
-                              listed_count, ord);
-    check_launch(call.function(), "segment_group_sort_kernel");
+    launch_dependent(kernel, unsigned(std::max<std::size_t>(blocks, 1)), group_sort_threads,
+                     shared_bytes, call, "segment_group_sort_kernel", keys_in, keys_out, values_in,
+                     values_out, segments, listed, listed_count, ord);
   } else {
     constexpr int threads = segment_block_threads<K, V, Bin>;
     constexpr auto kernel = segment_block_sort_kernel<Bin, Segments, K, V>;
     allow_dynamic_shared_bytes<kernel>(call);
     const std::size_t blocks = short_bin_blocks<K, V, Bin>(
         most_segments, resident_blocks<kernel>(threads, shared_bytes, call));
-    kernel<<<unsigned(std::max<std::size_t>(blocks, 1)), threads, shared_bytes, call.stream()>>>(
-        keys_in, keys_out, values_in, values_out, segments, listed, listed_count, ord);
-    check_launch(call.function(), "segment_block_sort_kernel");
+    launch_dependent(kernel, unsigned(std::max<std::size_t>(blocks, 1)), threads, shared_bytes,
+                     call, "segment_block_sort_kernel", keys_in, keys_out, values_in, values_out,
+                     segments, listed, listed_count, ord);
   }
 }
 
@@ -789,6 +804,7 @@ __global__ void __launch_bounds__(group_sort_threads, short_launch_min_blocks<K,
     short_segments_sort_kernel(const K* keys_in, K* keys_out, const V* values_in, V* values_out,
                                Segments segments, segment_bins bins, short_launch_blocks blocks,
                                order ord) {
+  wait_for_earlier_kernels();
   sort_segments_of_block_bin<0>(keys_in, keys_out, values_in, values_out, segments, bins, blocks,
                                 ord);
 }
@@ -814,9 +830,9 @@ void sort_short_segments_in_one_launch(const K* keys_in, K* keys_out, const V* v
   });
   blocks.first[short_bins] = unsigned(next);
   if (next == 0) return;
-  kernel<<<unsigned(next), group_sort_threads, shared_bytes, call.stream()>>>(
-      keys_in, keys_out, values_in, values_out, segments, bins, blocks, ord);
-  check_launch(call.function(), "short_segments_sort_kernel");
+  launch_dependent(kernel, unsigned(next), group_sort_threads, shared_bytes, call,
+                   "short_segments_sort_kernel", keys_in, keys_out, values_in, values_out, segments,
+                   bins, blocks, ord);
 }
 
 // ---- Small inputs of short segments: a block a segment, no binning ------------------------------
@@ -1057,6 +1073,7 @@ template <class K>
 __global__ void __launch_bounds__(256)
     map_chain_tiles_kernel(segment_bins bins, unsigned* tile_chains, unsigned* first_published,
                            unsigned* tile_counters, unsigned long long* counts, int passes) {
+  wait_for_earlier_kernels();
   map_chain_tiles(bins, tile_chains, first_published, tile_counters, counts, passes, blockIdx.x,
                   gridDim.x);
 }
@@ -1073,6 +1090,7 @@ __global__ void __launch_bounds__(Tuning::threads, Tuning::min_blocks_per_sm)
     chain_digit_counts_kernel(const K* keys, segment_bins bins, const unsigned* tile_chains,
                               radix_passes passes, order ord, unsigned long long* counts) {
   __shared__ digit_count_storage<K> storage;
+  wait_for_earlier_kernels();
   count_chain_digits<Tuning::threads, Tuning::keys>(keys, bins, tile_chains, passes, ord, counts,
                                                     storage, blockIdx.x, gridDim.x);
 }
@@ -1081,6 +1099,7 @@ template <class K>
 __global__ void __launch_bounds__(radix)
     chain_digit_starts_kernel(segment_bins bins, int passes, unsigned long long* counts) {
   __shared__ block_sum_storage<radix / 32, unsigned long long> digit_sums;
+  wait_for_earlier_kernels();
   chain_digit_starts(bins, passes, counts, digit_sums, blockIdx.x, gridDim.x);
 }
 
@@ -1094,6 +1113,7 @@ template <class Shape, class K, class V>
 __global__ void __launch_bounds__(Shape::threads, Shape::min_blocks_per_sm)
     chained_onesweep_kernel(onesweep_pass<K, V> pass, chained_tiles tiles) {
   auto& storage = dynamic_shared_storage<chained_pass_storage<Shape, K, V>>();
+  wait_for_earlier_kernels();
   sort_chained_tiles<Shape, false>(pass, tiles, storage.tile, storage.digit_starts);
 }
 
@@ -1215,19 +1235,17 @@ void sort_chains_in_launches(const K* keys_in, std::size_t n, const pass_buffers
                              order ord, const call_context& call) {
   const unsigned chain_blocks =
       unsigned(std::min<std::size_t>(most_chains, 8 * call.limits().sm_count));
-  map_chain_tiles_kernel<K><<<chain_blocks, 256, 0, call.stream()>>>(
-      bins, scratch.tile_chains, scratch.published[0], scratch.tile_counters, scratch.counts,
-      passes.count);
-  check_launch(call.function(), "map_chain_tiles_kernel");
+  launch_dependent(map_chain_tiles_kernel<K>, chain_blocks, 256, 0, call, "map_chain_tiles_kernel",
+                   bins, scratch.tile_chains, scratch.published[0], scratch.tile_counters,
+                   scratch.counts, passes.count);
   using counting = chain_digit_count_tuning<K>;
-  chain_digit_counts_kernel<counting>
-      <<<grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
-         counting::threads, 0, call.stream()>>>(keys_in, bins, scratch.tile_chains, passes, ord,
-                                                scratch.counts);
-  check_launch(call.function(), "chain_digit_counts_kernel");
-  chain_digit_starts_kernel<K>
-      <<<chain_blocks, radix, 0, call.stream()>>>(bins, passes.count, scratch.counts);
-  check_launch(call.function(), "chain_digit_starts_kernel");
+  launch_dependent(
+      chain_digit_counts_kernel<counting, K>,
+      grid_stride_blocks<counting>(n, counting::threads * counting::keys, call.limits()),
+      counting::threads, 0, call, "chain_digit_counts_kernel", keys_in, bins, scratch.tile_chains,
+      passes, ord, scratch.counts);
+  launch_dependent(chain_digit_starts_kernel<K>, chain_blocks, radix, 0, call,
+                   "chain_digit_starts_kernel", bins, passes.count, scratch.counts);
 
   constexpr auto pass_kernel = chained_onesweep_kernel<Shape, K, V>;
   constexpr std::size_t shared_bytes = sizeof(chained_pass_storage<Shape, K, V>);
@@ -1254,8 +1272,8 @@ void sort_chains_in_launches(const K* keys_in, std::size_t n, const pass_buffers
         scratch.counts + std::size_t(pass) * radix,
         passes.count,
         pass + 1 < passes.count ? scratch.published[(pass + 1) % 2] : nullptr};
-    pass_kernel<<<pass_blocks, Shape::threads, shared_bytes, call.stream()>>>(launch, tiles);
-    check_launch(call.function(), "chained_onesweep_kernel");
+    launch_dependent(pass_kernel, pass_blocks, Shape::threads, shared_bytes, call,
+                     "chained_onesweep_kernel", launch, tiles);
   }
 }
 
