@@ -6,9 +6,8 @@
 //
 // The merges compare the keys' images by the bits sorted (complemented for descending) and
 // keep equal keys in input order, so the sort is the radix sort's, NaNs included: positions
-// travel with the images where a key cannot be taken back from its image (floats in a tile
-// that holds a NaN, whose NaNs share one image; a sort by some of the bits) or where values
-// follow the keys, and the outputs gather by them.
+// travel with the images where a key cannot be taken back from its image (floats, a sort by
+// some of the bits) or where values follow the keys, and the outputs gather by them.
 #pragma once
 
 #include <cuda_runtime_api.h>
