@@ -101,9 +101,9 @@ void launch_long_segments(const T* in, T* out, const Segments& segments, const W
   constexpr auto kernel = reduce_long_segments_kernel<T, Segments, Work, Op>;
   const std::size_t blocks =
       std::min(most_work, resident_blocks<kernel>(long_segment_shape<T>::threads, 0, call));
-  kernel<<<unsigned(blocks), long_segment_shape<T>::threads, 0, call.stream()>>>(in, out, segments,
-                                                                                 work, init, op);
-  check_launch(call.function(), "reduce_long_segments_kernel");
+  // Scheduled while the short-segment kernel drains: its list is read only past the wait.
+  launch_dependent(kernel, unsigned(blocks), long_segment_shape<T>::threads, 0, call,
+                   "reduce_long_segments_kernel", in, out, segments, work, init, op);
 }
 
 // Segments by offsets: the short ones folded, the long ones listed and then folded.

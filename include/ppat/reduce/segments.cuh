@@ -500,6 +500,7 @@ template <class T, class Segments, class Work, class Op>
 __global__ void __launch_bounds__(long_segment_shape<T>::threads,
                                   long_segment_shape<T>::min_blocks_per_sm)
     reduce_long_segments_kernel(const T* in, T* out, Segments segments, Work work, T init, Op op) {
+  wait_for_earlier_kernels();
   __shared__ typename block_segment_folds<T, Op>::storage storage;
   const block_segment_folds<T, Op> folds{in, out, init, op, storage};
   work.each(
