@@ -109,8 +109,9 @@ TEST(sort, bit_ranges_of_unsigned_keys) {
   PPAT_TRACE_SEED();
   bit_ranges<std::uint8_t>("u8", {{0, 0}, {0, 1}, {3, 7}, {8, 8}});
   bit_ranges<std::uint16_t>("u16", {{0, 9}, {4, 16}});
-  bit_ranges<std::uint32_t>("u32", {{0, 16}, {3, 17}, {5, 6}, {16, 32}, {31, 32}, {32, 32}});
-  bit_ranges<std::uint64_t>("u64", {{0, 64}, {7, 50}, {60, 64}, {0, 13}});
+  bit_ranges<std::uint32_t>("u32",
+                            {{0, 16}, {3, 17}, {5, 6}, {5, 27}, {16, 32}, {31, 32}, {32, 32}});
+  bit_ranges<std::uint64_t>("u64", {{0, 64}, {7, 50}, {60, 64}, {0, 13}, {40, 64}});
 }
 
 // Sorting reads and writes item by item: buffers one item off any alignment work the same.

@@ -6,8 +6,9 @@
 //
 // The merges compare the keys' images by the bits sorted (complemented for descending) and
 // keep equal keys in input order, so the sort is the radix sort's, NaNs included: positions
-// travel with the images where a key cannot be taken back from its image (floats, a sort by
-// some of the bits) or where values follow the keys, and the outputs gather by them.
+// travel with the images where a key cannot be taken back from its image (floats in a tile
+// that holds a NaN, whose NaNs share one image; a sort by some of the bits) or where values
+// follow the keys, and the outputs gather by them.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -225,15 +226,17 @@ void merge_tile_sort(const K* keys_in, K* keys_out, const V* values_in, V* value
 // block. 128, 256 and 512 threads holding 4 keys each up to 2,048, 512 x 8 up to 4,096 and
 // 512 x 16 up to 8,192 for 8-byte keys and for 4-byte keys alone by all their bits (floats
 // among them, which carry positions only where the tile holds a NaN). A radix sort by 16 bits
-// or fewer takes two passes, which the merges do not beat; nor do they beat the one-tile radix
-// sort of 4,097 to 8,192 4-byte keys that carry their positions through the merges (pairs, bit
-// ranges: docs/patterns.md, "Radix sort", the figures).
+// or fewer takes two passes, which the merges do not beat, nor one of 24 bits or fewer (three)
+// past 2,048 keys; nor do they beat the one-tile radix sort of 4,097 to 8,192 4-byte keys that
+// carry their positions through the merges (pairs, bit ranges: docs/patterns.md, "Radix sort",
+// the figures).
 template <class K, class V, class F>
 bool on_merge_tile(std::size_t n, int begin_bit, int end_bit, const call_context& call, F&& f) {
   if constexpr (sizeof(K) < 4) {
     return false;
   } else {
-    if (end_bit - begin_bit <= 16) return false;
+    const int width = end_bit - begin_bit;
+    if (width <= 16 || (width <= 24 && n > 2048)) return false;
     const auto take = [&](auto shape) {
       using storage = merge_tile_storage<decltype(shape), K, V, false>;
       if (sizeof(storage) > std::size_t(call.limits().shared_bytes_per_block_optin)) return false;
