@@ -207,7 +207,6 @@ struct segment_chain {
 // word (a short segment is at most 8,192 keys), so that the bin's kernel reads one word a
 // segment where it read the segment's index and then its offsets, one load after the other.
 constexpr int listed_length_bits = 14;
-static_assert((1u << listed_length_bits) > 8192, "a short segment's length fits its bits");
 __device__ inline unsigned long long listed_segment(const segment_range& segment) {
   return (unsigned long long)segment.begin << listed_length_bits | segment.length;
 }
@@ -277,6 +276,8 @@ template <class Segments, class K, class V>
 __global__ void __launch_bounds__(binning_threads)
     bin_segments_kernel(Segments segments, const K* keys_in, K* keys_out, const V* values_in,
                         V* values_out, segment_bins bins) {
+  static_assert(short_bin_capacity<K, V, short_bins - 1> < (1u << listed_length_bits),
+                "a short segment's length fits its listed bits");
   __shared__ unsigned block_count[short_bins];
   __shared__ unsigned long long block_first[short_bins];
   constexpr std::size_t step = std::size_t(binning_threads) * segments_a_thread;
